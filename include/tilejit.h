@@ -1,0 +1,338 @@
+/*
+ * tilejit.h — the one public header of tilejit.
+ *
+ * tilejit JIT-compiles small block-level tile programs to NVIDIA PTX at run
+ * time. A program is built through the builder API below or parsed from its
+ * text form, specialized on compile-time constants (BLOCK, NUM_WARPS, DTYPE,
+ * ALIGN and any the program declares), and then either run on the CPU by the
+ * interpreter or lowered to PTX and launched through the CUDA driver.
+ *
+ * Conventions:
+ *   - Every object is an opaque handle created through an out-parameter and
+ *     released by its destroy function; destroy accepts NULL.
+ *   - Every fallible call returns a tj_status. The handle it was given keeps
+ *     a message naming what was wrong (tj_*_error); the library never prints,
+ *     exits or aborts on a caller's error.
+ *   - Strings returned through char ** are allocated by tilejit and released
+ *     with tj_free.
+ *
+ * Lifecycle:
+ *   tj_program  created by tj_program_create / tj_program_parse /
+ *               tj_softmax_program; owned by the caller.
+ *   tj_spec     created by tj_specialize from a verified program; it holds its
+ *               own copy of the program, so the program may be destroyed first.
+ */
+#ifndef TILEJIT_H
+#define TILEJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TJ_VERSION_MAJOR 0
+#define TJ_VERSION_MINOR 1
+#define TJ_VERSION_PATCH 0
+#define TJ_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum tj_status {
+  TJ_OK = 0,
+  TJ_ERR_INVALID_ARGUMENT, /* NULL handle or pointer, negative size, unknown dtype or option */
+  TJ_ERR_TYPE,             /* builder: operands break the op's type rule */
+  TJ_ERR_PARSE,            /* IR text: syntax error; the message gives line:column */
+  TJ_ERR_VERIFY,           /* verifier: the program breaks an IR rule */
+  TJ_ERR_UNSUPPORTED,      /* well-formed, but beyond this backend (arch, size, ...) */
+  TJ_ERR_OUT_OF_MEMORY,    /* a host allocation failed */
+  TJ_ERR_INTERP,           /* interpreter: out-of-bounds access or bad arguments */
+  TJ_ERR_NO_DRIVER,        /* libcuda.so.1 could not be loaded */
+  TJ_ERR_NO_DEVICE,        /* the driver has no such device */
+  TJ_ERR_DRIVER,           /* a driver call failed; the message names it and holds the JIT log */
+  TJ_ERR_NO_NVRTC,         /* libnvrtc could not be loaded */
+  TJ_ERR_NVRTC,            /* NVRTC failed; the message holds its program log */
+  TJ_ERR_TOOL,             /* an external tool (ptxas) failed or is missing */
+  TJ_STATUS_COUNT
+} tj_status;
+
+/* A static, human-readable name for a status ("invalid argument", ...). */
+const char *tj_status_string(tj_status status);
+
+/* Releases a string or buffer that tilejit returned through a char **. */
+void tj_free(void *p);
+
+/* ----------------------------------------------------------------- types */
+
+/* Element types. DTYPE is the program's storage dtype, bound at specialization. */
+typedef enum tj_elem {
+  TJ_I32,
+  TJ_I64,
+  TJ_F32,
+  TJ_F16,
+  TJ_BF16,
+  TJ_PRED,
+  TJ_DTYPE,
+  TJ_ELEM_COUNT
+} tj_elem;
+
+/* The storage dtypes a program (and softmax) can be specialized on. */
+typedef enum tj_dtype { TJ_DTYPE_F32, TJ_DTYPE_F16, TJ_DTYPE_BF16, TJ_DTYPE_COUNT } tj_dtype;
+
+typedef enum tj_shape { TJ_SCALAR, TJ_POINTER, TJ_TILE } tj_shape;
+
+/* A value's type: a scalar, a pointer to elem, or a 1-D tile of elem whose
+ * length is the compile-time constant with index len (see tj_program_const). */
+typedef struct tj_type {
+  uint8_t shape; /* tj_shape */
+  uint8_t elem;  /* tj_elem */
+  int16_t len;   /* tiles: constant index; otherwise -1 */
+} tj_type;
+
+/* Indices of the built-in compile-time constants every program has. */
+enum { TJ_CONST_BLOCK = 0, TJ_CONST_NUM_WARPS = 1, TJ_CONST_ALIGN = 2, TJ_CONST_BUILTIN_COUNT = 3 };
+
+static inline tj_type tj_scalar_type(tj_elem e) { tj_type t = {TJ_SCALAR, (uint8_t)e, -1}; return t; }
+static inline tj_type tj_pointer_type(tj_elem e) { tj_type t = {TJ_POINTER, (uint8_t)e, -1}; return t; }
+static inline tj_type tj_tile_type(tj_elem e, int len_const) {
+  tj_type t = {TJ_TILE, (uint8_t)e, (int16_t)len_const};
+  return t;
+}
+
+/* ------------------------------------------------------------------- ops */
+
+/*
+ * The op table: one line per op, the only list of ops in tilejit. Columns:
+ *   X(NAME, "text", min operands, max operands, kind, type rule, "semantics")
+ * The enum below, the op names, the verifier's type rules, the printer, the
+ * parser, the interpreter's dispatch and the PTX table are derived from it.
+ * Elementwise ops broadcast a scalar operand against a tile.
+ */
+#define TJ_OP_LIST(X)                                                                             \
+  X(PROGRAM_ID, "program_id", 0, 0, SOURCE, I32_SCALAR, "index of this program instance")         \
+  X(NUM_PROGRAMS, "num_programs", 0, 0, SOURCE, I32_SCALAR, "number of program instances")        \
+  X(PARAM, "param", 0, 0, SOURCE, DECLARED, "kernel parameter imm (name kept by the program)")     \
+  X(CONST, "const", 0, 0, SOURCE, DECLARED, "scalar or tile filled with imm (may be +-inf)")       \
+  X(CONSTEXPR, "constexpr", 0, 0, SOURCE, I32_SCALAR, "value of compile-time constant imm")        \
+  X(ARANGE, "arange", 0, 0, SOURCE, DECLARED, "tile of i32 0, 1, ..., len-1")                      \
+  X(ADD, "add", 2, 2, ELEMENTWISE, ARITH, "a + b")                                                 \
+  X(SUB, "sub", 2, 2, ELEMENTWISE, ARITH, "a - b")                                                 \
+  X(MUL, "mul", 2, 2, ELEMENTWISE, ARITH, "a * b")                                                 \
+  X(DIV, "div", 2, 2, ELEMENTWISE, FLOAT2, "a / b, IEEE round-to-nearest")                         \
+  X(MAX, "max", 2, 2, ELEMENTWISE, ARITH, "max(a, b); a NaN operand yields the other (fmaxf)")     \
+  X(MIN, "min", 2, 2, ELEMENTWISE, ARITH, "min(a, b); a NaN operand yields the other (fminf)")     \
+  X(NEG, "neg", 1, 1, ELEMENTWISE, ARITH, "-a")                                                    \
+  X(EXP, "exp", 1, 1, ELEMENTWISE, FLOAT1, "e^a")                                                  \
+  X(EXP2, "exp2", 1, 1, ELEMENTWISE, FLOAT1, "2^a")                                                \
+  X(LOG, "log", 1, 1, ELEMENTWISE, FLOAT1, "natural logarithm of a")                               \
+  X(LT, "lt", 2, 2, ELEMENTWISE, COMPARE, "a < b (false if either is NaN)")                        \
+  X(LE, "le", 2, 2, ELEMENTWISE, COMPARE, "a <= b (false if either is NaN)")                       \
+  X(GT, "gt", 2, 2, ELEMENTWISE, COMPARE, "a > b (false if either is NaN)")                        \
+  X(GE, "ge", 2, 2, ELEMENTWISE, COMPARE, "a >= b (false if either is NaN)")                       \
+  X(EQ, "eq", 2, 2, ELEMENTWISE, COMPARE, "a == b (false if either is NaN)")                       \
+  X(NE, "ne", 2, 2, ELEMENTWISE, COMPARE, "a != b (true if either is NaN)")                        \
+  X(AND, "and", 2, 2, ELEMENTWISE, LOGIC, "a and b, on predicates")                                \
+  X(OR, "or", 2, 2, ELEMENTWISE, LOGIC, "a or b, on predicates")                                   \
+  X(SELECT, "select", 3, 3, ELEMENTWISE, SELECT, "a ? b : c, a a predicate")                       \
+  X(CAST, "cast", 1, 1, ELEMENTWISE, CAST, "a converted to the result type, round-to-nearest")     \
+  X(PTR_ADD, "ptr_add", 2, 2, MEMORY, PTR_ADD, "pointer a advanced by b elements (b an int scalar)") \
+  X(LOAD, "load", 2, 4, MEMORY, LOAD, "a[b] where mask c holds, else d (default 0)")               \
+  X(STORE, "store", 3, 4, MEMORY, STORE, "a[b] = c where mask d holds (default all)")              \
+  X(REDUCE_MAX, "reduce_max", 1, 1, REDUCE, REDUCE, "max over the tile (NaN ignored, as max)")     \
+  X(REDUCE_SUM, "reduce_sum", 1, 1, REDUCE, REDUCE, "sum over the tile")                           \
+  X(FOR, "for", 3, 3, CONTROL, FOR, "counted loop: result runs a, a+c, ... while < b (c > 0)")     \
+  X(ITER, "iter", 1, 1, CONTROL, ITER, "loop-carried scalar, a on entry; after endfor, its last") \
+  X(YIELD, "yield", 2, 2, CONTROL, YIELD, "iter a takes value b for the next iteration")           \
+  X(ENDFOR, "endfor", 0, 0, CONTROL, ENDFOR, "closes the innermost for")
+
+typedef enum tj_op {
+#define TJ_OP_ENUM(name, text, lo, hi, kind, rule, doc) TJ_OP_##name,
+  TJ_OP_LIST(TJ_OP_ENUM)
+#undef TJ_OP_ENUM
+  TJ_OP_COUNT
+} tj_op;
+
+/* The op's text name ("add"), or NULL for an out-of-range op. */
+const char *tj_op_name(tj_op op);
+
+/* -------------------------------------------------------------- programs */
+
+typedef struct tj_program tj_program;
+
+/* A value of a program: an opaque index that names its program. 0 is no value. */
+typedef uint32_t tj_value;
+#define TJ_NO_VALUE ((tj_value)0)
+
+/* Creates an empty program with the built-in constants BLOCK, NUM_WARPS and ALIGN. */
+tj_status tj_program_create(const char *name, tj_program **out);
+void tj_program_destroy(tj_program *p);
+
+/* The last error message on p ("" if none). Valid until the next call on p. */
+const char *tj_program_error(const tj_program *p);
+
+/* Declares a compile-time constant (bound at specialization); returns its index. */
+tj_status tj_program_declare_const(tj_program *p, const char *name, int *index);
+/* Looks a constant up by name (BLOCK, NUM_WARPS, ALIGN or a declared one). */
+tj_status tj_program_const(const tj_program *p, const char *name, int *index);
+
+/* Builder. Each call appends one instruction and returns its result. On error
+ * nothing is appended, the status says why and tj_program_error says what. */
+tj_status tj_build_param(tj_program *p, const char *name, tj_type type, tj_value *out);
+tj_status tj_build_const(tj_program *p, tj_type type, double value, tj_value *out);
+tj_status tj_build_constexpr(tj_program *p, int const_index, tj_value *out);
+tj_status tj_build_arange(tj_program *p, int len_const, tj_value *out);
+tj_status tj_build_cast(tj_program *p, tj_value a, tj_elem to, tj_value *out);
+/* Any op whose result type follows from its operands: elementwise, reduce,
+ * ptr_add, load, store, program_id, num_programs, for, iter, yield, endfor.
+ * out may be NULL for ops without a result (store, yield, endfor). */
+tj_status tj_build(tj_program *p, tj_op op, const tj_value *operands, int count, tj_value *out);
+
+/* Checks every rule; on failure the message names the instruction and rule. */
+tj_status tj_program_verify(tj_program *p);
+
+/* Text form: one instruction per line; print and parse round-trip exactly.
+ * tj_program_parse sets *out even on a parse error (unless out of memory) so
+ * that tj_program_error can be read; destroy it either way. */
+tj_status tj_program_print(tj_program *p, char **text);
+tj_status tj_program_parse(const char *text, size_t length, tj_program **out);
+
+/* ------------------------------------------------------- specialization */
+
+typedef struct tj_spec tj_spec;
+
+typedef struct tj_binding {
+  const char *name;
+  int64_t value;
+} tj_binding;
+
+typedef struct tj_spec_options {
+  int64_t n;          /* problem width; BLOCK defaults to next_pow2(n) */
+  int64_t block;      /* BLOCK; 0 = next_pow2(n) */
+  int num_warps;      /* 0 = tj_default_num_warps(BLOCK, dtype) */
+  tj_dtype dtype;     /* binds DTYPE */
+  int align;          /* bytes every pointer and row stride is a multiple of; 0 = element size */
+  const tj_binding *bindings; /* the program's own constants */
+  int binding_count;
+} tj_spec_options;
+
+/* next_pow2(n) for n >= 1 (1 for n <= 1). */
+int64_t tj_next_pow2(int64_t n);
+/* The default warps for a tile of BLOCK elements (documented in README). */
+int tj_default_num_warps(int64_t block, tj_dtype dtype);
+
+/* Verifies p, binds every constant, verifies again. On error, the message is
+ * left on p. */
+tj_status tj_specialize(tj_program *p, const tj_spec_options *options, tj_spec **out);
+void tj_spec_destroy(tj_spec *s);
+const char *tj_spec_error(const tj_spec *s);
+/* A stable, printable key holding every bound value, and its 64-bit hash. */
+const char *tj_spec_key(const tj_spec *s);
+uint64_t tj_spec_hash(const tj_spec *s);
+/* The specialized program in text form. */
+tj_status tj_spec_print(tj_spec *s, char **text);
+/* The value bound to a constant, by name. */
+tj_status tj_spec_const(const tj_spec *s, const char *name, int64_t *value);
+
+/* ---------------------------------------------------------- interpreter */
+
+typedef enum tj_arg_kind { TJ_ARG_PTR, TJ_ARG_INT, TJ_ARG_FLOAT } tj_arg_kind;
+
+/* One kernel argument, in parameter order. Pointers carry the byte size of
+ * their buffer so the interpreter can reject out-of-bounds accesses. f16 and
+ * bf16 buffers hold the raw 16-bit patterns. */
+typedef struct tj_arg {
+  tj_arg_kind kind;
+  union {
+    void *ptr;
+    int64_t i;
+    double f;
+  } u;
+  size_t bytes;
+} tj_arg;
+
+/* Runs program instances 0 .. grid-1 of s on host memory, in order. */
+tj_status tj_interpret(tj_spec *s, const tj_arg *args, int arg_count, int64_t grid);
+
+/* ------------------------------------------------------ code generation */
+
+/*
+ * Kernel ABI of generated code. The kernel's parameters are the program's
+ * parameters in order (pointers and i64 as .u64, i32 as .u32, f32 as .f32),
+ * then one hidden .u64: the number of program instances (the logical grid).
+ * Launch it with info.threads threads per CTA and any number of CTAs >= 1:
+ * CTAs stride over program instances, info.programs_per_cta at a time, so a
+ * grid smaller than the number of instances still covers them all.
+ */
+typedef struct tj_codegen_options {
+  int arch;        /* SM version, 10*major+minor (75, 80, 86, 89, 90, 100, ...); 0 = 90 */
+  int ptx_version; /* PTX ISA, 10*major+minor; 0 = the lowest the arch and kernel need */
+  int annotate;    /* interleave comments naming each IR instruction */
+} tj_codegen_options;
+
+typedef struct tj_kernel_info {
+  char entry[64];         /* the .entry name */
+  int threads;            /* threads per CTA (.reqntid) */
+  int programs_per_cta;   /* program instances one CTA runs at a time (lane groups) */
+  int shared_bytes;       /* static shared memory */
+  int arch, ptx_version;  /* as emitted */
+  int param_count;        /* the program's parameters, without the hidden one */
+} tj_kernel_info;
+
+/* Lowers a specialized program to PTX text (release with tj_free). The same
+ * spec and options always give byte-identical text. info may be NULL. */
+tj_status tj_emit_ptx(tj_spec *s, const tj_codegen_options *options, char **ptx,
+                      tj_kernel_info *info);
+
+/* The second backend: IR -> CUDA C -> NVRTC (libnvrtc loaded at run time). */
+typedef enum tj_backend { TJ_BACKEND_PTX, TJ_BACKEND_NVRTC, TJ_BACKEND_COUNT } tj_backend;
+
+/* Lowers a specialized program to CUDA C with the same kernel ABI and the
+ * same semantics as tj_emit_ptx (release with tj_free). Needs no NVRTC. */
+tj_status tj_emit_cuda(tj_spec *s, const tj_codegen_options *options, char **cuda,
+                       tj_kernel_info *info);
+/* tj_emit_cuda, then NVRTC to PTX. On TJ_ERR_NVRTC tj_spec_error holds the
+ * program log; TJ_ERR_NO_NVRTC when libnvrtc cannot be loaded. */
+tj_status tj_nvrtc_ptx(tj_spec *s, const tj_codegen_options *options, char **ptx,
+                       tj_kernel_info *info);
+/* NVRTC's version as 1000*major + 10*minor (13000 for 13.0). */
+tj_status tj_nvrtc_version(int *version);
+
+/* --------------------------------------------------------------- softmax */
+
+typedef enum tj_softmax_template {
+  TJ_SOFTMAX_AUTO,   /* single tile while the row fits one CTA, online beyond */
+  TJ_SOFTMAX_SINGLE, /* templates/softmax.tj: the row in one tile */
+  TJ_SOFTMAX_ONLINE  /* templates/softmax_online.tj: chunks of CHUNK, two passes */
+} tj_softmax_template;
+
+/* Widest row the single-tile template takes under TJ_SOFTMAX_AUTO, and the
+ * chunk (BLOCK) the online template uses by default. */
+#define TJ_SOFTMAX_MAX_TILE 32768
+#define TJ_SOFTMAX_CHUNK 4096
+
+/* The template TJ_SOFTMAX_AUTO resolves to for rows of n elements. */
+tj_softmax_template tj_softmax_pick(int64_t n);
+
+/* The softmax program. Its parameters, in order:
+ *   y: ptr<DTYPE>, x: ptr<DTYPE>, y_stride: i64, x_stride: i64, n: i32
+ * (strides in elements); its grid is M, one program instance per row. In the
+ * single-tile template BLOCK >= n is the whole row; in the online template
+ * BLOCK is the chunk, and n may be any size. */
+tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_program **out);
+
+/* Softmax's default specialization for dtype and n: BLOCK = next_pow2(n) for
+ * the single tile, min(next_pow2(n), TJ_SOFTMAX_CHUNK) for the online one. */
+tj_status tj_softmax_spec_options(tj_softmax_template which, tj_dtype dtype, int64_t n,
+                                  tj_spec_options *out);
+
+/* Float conversions with the IR's exact rounding (round-to-nearest-even). */
+uint16_t tj_f32_to_f16(float f);
+float tj_f16_to_f32(uint16_t h);
+uint16_t tj_f32_to_bf16(float f);
+float tj_bf16_to_f32(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILEJIT_H */

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# test.sh [PRESET]: installs what is missing, builds the preset (default:
+# "default"; also "debug" and "asan") and runs every test suite through CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${1:-default}
+bash scripts/bootstrap.sh
+cmake --preset "$preset" ${TJ_CMAKE_ARGS:-} >/dev/null
+cmake --build --preset "$preset" -j "$(nproc)"
+ctest --preset "$preset" -j "$(nproc)"

@@ -1,0 +1,246 @@
+/*
+ * ir.h — the internal header of the IR subsystem (src/ir).
+ *
+ * A program is a flat array of uniform instructions (IrInst) and a table of
+ * values indexed by small integers. Structured loops are spelled with
+ * FOR / ITER ... YIELD / ENDFOR markers inside the same array, so every pass
+ * is a single forward walk. Per-pass side data lives in arrays indexed by
+ * value or instruction.
+ *
+ * Sections below follow the files that define them:
+ *   util.c       allocation, text buffers, errors, hashing, float16 rounding
+ *   ops.c        the op table expanded into names, kinds and type rules
+ *   program.c    program storage, constants, append, copy
+ *   types.c      the type rules shared by builder, parser and verifier
+ *   builder.c    the public builder API (include/tilejit.h)
+ *   verify.c     the verifier
+ *   print.c      the text printer
+ *   parse.c      the text parser
+ *   specialize.c binding constants, the specialization key
+ *   interp.c     the CPU interpreter
+ *   softmax.c    the embedded softmax templates
+ */
+#ifndef TJ_IR_H
+#define TJ_IR_H
+
+#include "tilejit.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define TJ_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define TJ_PRINTF(fmt, args)
+#endif
+
+#define TJ_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------- util.c */
+
+void *tj_alloc(size_t size);                /* zeroed; NULL on failure */
+void *tj_realloc(void *p, size_t size);     /* NULL on failure, p untouched */
+char *tj_strdup(const char *s);
+/* Grows *items (of elem bytes each) so that it holds at least need; false on OOM. */
+bool tj_grow(void **items, int *cap, int need, size_t elem);
+
+/* A growable, always NUL-terminated text buffer. On allocation failure it
+ * sets oom and drops further text, so callers check once at the end. */
+typedef struct TjBuf {
+  char *data;
+  size_t len, cap;
+  bool oom;
+} TjBuf;
+
+void buf_init(TjBuf *b);
+void buf_free(TjBuf *b);
+void buf_printf(TjBuf *b, const char *fmt, ...) TJ_PRINTF(2, 3);
+void buf_vprintf(TjBuf *b, const char *fmt, va_list ap);
+void buf_puts(TjBuf *b, const char *s);
+/* Hands the text over to the caller (release with tj_free); the buffer is reset. */
+char *buf_take(TjBuf *b);
+
+/* Error messages kept on handles. */
+#define TJ_ERROR_MAX 1024
+void tj_set_error(char *dst, const char *fmt, ...) TJ_PRINTF(2, 3);
+
+uint64_t tj_fnv1a(const void *data, size_t len, uint64_t seed);
+#define TJ_FNV_SEED 0xcbf29ce484222325ull
+
+/* Shortest decimal text that reads back as the same double ("inf", "-inf", "nan"). */
+void tj_format_double(char *out, size_t size, double v);
+
+/* ------------------------------------------------------------- ops.c */
+
+typedef enum IrKind { KIND_SOURCE, KIND_ELEMENTWISE, KIND_MEMORY, KIND_REDUCE, KIND_CONTROL } IrKind;
+
+typedef enum IrRule {
+  RULE_I32_SCALAR, /* no operands; an i32 scalar */
+  RULE_DECLARED,   /* the result type is given (param, const, arange) */
+  RULE_ARITH,      /* numeric (i32, i64, f32) operands of one elem; broadcast */
+  RULE_FLOAT1,     /* one f32 operand */
+  RULE_FLOAT2,     /* two f32 operands; broadcast */
+  RULE_COMPARE,    /* two numeric operands of one elem; a pred result */
+  RULE_LOGIC,      /* two pred operands */
+  RULE_SELECT,     /* pred, then two of one elem */
+  RULE_CAST,       /* numeric to numeric, shape kept */
+  RULE_PTR_ADD,    /* pointer and an int scalar */
+  RULE_LOAD,       /* pointer, int tile offsets, [pred mask], [scalar other] */
+  RULE_STORE,      /* pointer, int tile offsets, value of the pointee, [pred mask] */
+  RULE_REDUCE,     /* f32 or i32 tile to a scalar */
+  RULE_FOR,        /* three int scalars of one elem */
+  RULE_ITER,       /* a scalar, directly after for or iter */
+  RULE_YIELD,      /* an iter of the innermost loop and its next value */
+  RULE_ENDFOR
+} IrRule;
+
+typedef struct IrOpInfo {
+  const char *name;
+  int min_args, max_args;
+  IrKind kind;
+  IrRule rule;
+  const char *doc;
+} IrOpInfo;
+
+extern const IrOpInfo ir_ops[TJ_OP_COUNT];
+/* The op with this text name, or -1. */
+int ir_op_lookup(const char *name, size_t len);
+/* Whether the op defines a result value. */
+bool ir_op_has_result(tj_op op);
+
+const char *ir_elem_name(tj_elem e); /* "i32", "DTYPE", ... */
+int ir_elem_lookup(const char *name, size_t len); /* -1 if none */
+bool ir_elem_is_float(tj_elem e);    /* f32, f16, bf16, DTYPE */
+bool ir_elem_is_int(tj_elem e);      /* i32, i64 */
+tj_elem ir_dtype_elem(tj_dtype d);
+const char *ir_dtype_name(tj_dtype d);
+int ir_dtype_size(tj_dtype d);
+
+/* ---------------------------------------------------------- program.c */
+
+#define IR_NONE (-1)
+#define IR_MAX_ARGS 4
+#define IR_MAX_VALUES (1 << 20)
+
+typedef struct IrInst {
+  uint8_t op;               /* tj_op */
+  int32_t result;           /* value index, or IR_NONE */
+  int32_t args[IR_MAX_ARGS]; /* value indices, IR_NONE past the last */
+  int nargs;
+  double fimm;  /* CONST: the value */
+  int64_t iimm; /* PARAM: parameter index; CONSTEXPR: constant index; FOR: matching ENDFOR */
+} IrInst;
+
+typedef struct IrConst {
+  char *name;
+  bool bound;    /* has a value: a default from the text, or a specialization */
+  int64_t value;
+} IrConst;
+
+struct tj_program {
+  char *name;
+  uint32_t tag; /* stamped into every tj_value handed out */
+  IrInst *insts;
+  int ninsts, cap_insts;
+  tj_type *types; /* per value */
+  int32_t *defs;  /* per value: defining instruction */
+  int32_t *scopes; /* per value: the FOR instruction it lives in, or IR_NONE at top level */
+  int nvalues, cap_values;
+  IrConst *consts;
+  int nconsts, cap_consts;
+  char **params; /* per parameter: its name */
+  int nparams, cap_params;
+  /* Builder state: the stack of open FOR instructions. */
+  int32_t *open_loops;
+  int nopen, cap_open;
+  bool specialized; /* constants bound, DTYPE replaced */
+  tj_dtype dtype;   /* when specialized */
+  char error[TJ_ERROR_MAX];
+};
+
+tj_program *ir_program_new(const char *name);
+void ir_program_free(tj_program *p);
+tj_program *ir_program_copy(const tj_program *p);
+/* Sets p->error and returns status, for `return ir_fail(p, ...)`. */
+tj_status ir_fail(tj_program *p, tj_status status, const char *fmt, ...) TJ_PRINTF(3, 4);
+
+int ir_const_find(const tj_program *p, const char *name, size_t len); /* -1 if none */
+tj_status ir_const_add(tj_program *p, const char *name, size_t len, int *index);
+int ir_param_add(tj_program *p, const char *name, size_t len); /* -1 on OOM */
+
+tj_value ir_value_handle(const tj_program *p, int index);
+/* The index of a handle of p, or -1 if it is not one (another program, 0, junk). */
+int ir_value_index(const tj_program *p, tj_value v);
+
+/* The one way instructions enter a program (builder and parser alike): it
+ * checks the operands against the op's rule (types.c), infers the result type
+ * (declared is used for RULE_DECLARED and CAST, and otherwise, when its shape
+ * is not 0xff, must equal the inferred type), and appends. */
+typedef struct IrAppend {
+  tj_op op;
+  int32_t args[IR_MAX_ARGS];
+  int nargs;
+  tj_type declared; /* shape 0xff: none given */
+  double fimm;
+  int64_t iimm;
+} IrAppend;
+tj_status ir_append(tj_program *p, const IrAppend *a, int32_t *result);
+tj_type ir_no_type(void);
+
+/* ------------------------------------------------------------ types.c */
+
+bool ir_type_equal(tj_type a, tj_type b);
+/* "tile<f32,BLOCK>"; tiles of a specialized program print their constant's name too. */
+void ir_type_format(const tj_program *p, tj_type t, char *out, size_t size);
+/* Checks instruction operands (value indices, already known to be defined
+ * and in scope) against the op's rule and computes the result type. On
+ * failure writes why into why (without the instruction) and returns false. */
+bool ir_infer(const tj_program *p, tj_op op, const int32_t *args, int nargs, tj_type declared,
+              tj_type *result, char *why, size_t why_size);
+
+/* ----------------------------------------------------------- verify.c */
+
+tj_status ir_verify(tj_program *p);
+
+/* ------------------------------------------------------------ print.c */
+
+/* Appends the canonical text of p. */
+void ir_print(const tj_program *p, TjBuf *out);
+/* Appends the text of one instruction (no newline), as the printer writes it. */
+void ir_print_inst(const tj_program *p, int inst, TjBuf *out);
+
+/* ------------------------------------------------------------ parse.c */
+
+tj_status ir_parse(const char *text, size_t length, tj_program **out);
+
+/* ------------------------------------------------------- specialize.c */
+
+struct tj_spec {
+  tj_program *prog; /* specialized copy */
+  char *key;
+  uint64_t hash;
+  tj_dtype dtype;
+  int64_t block;
+  int num_warps;
+  int align;
+  char error[TJ_ERROR_MAX];
+};
+
+/* The value of a constant in a specialized program. */
+int64_t ir_const_value(const tj_program *p, int index);
+/* The bound length of a tile type in a specialized program. */
+int64_t ir_tile_len(const tj_program *p, tj_type t);
+
+/* ----------------------------------------------------------- interp.c */
+
+/* (public: tj_interpret) */
+
+/* ---------------------------------------------------------- softmax.c */
+
+/* The template texts, embedded at build time from templates/. */
+extern const char tj_template_softmax[];
+extern const char tj_template_softmax_online[];
+
+#endif /* TJ_IR_H */

@@ -1,0 +1,152 @@
+/*
+ * util.c — the small services every subsystem uses: allocation through one
+ * set of functions, a growable text buffer with a printf-checked append,
+ * handle error messages, FNV-1a hashing and exact double formatting.
+ *
+ * Nothing here holds state of its own: every buffer belongs to its caller.
+ */
+#include "ir/ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *tj_alloc(size_t size) { return calloc(1, size ? size : 1); }
+
+void *tj_realloc(void *p, size_t size) { return realloc(p, size ? size : 1); }
+
+void tj_free(void *p) { free(p); }
+
+char *tj_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+bool tj_grow(void **items, int *cap, int need, size_t elem) {
+  if (need <= *cap) return true;
+  int n = *cap ? *cap : 8;
+  while (n < need) n *= 2;
+  void *p = tj_realloc(*items, (size_t)n * elem);
+  if (!p) return false;
+  memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+  *items = p;
+  *cap = n;
+  return true;
+}
+
+void buf_init(TjBuf *b) { memset(b, 0, sizeof *b); }
+
+void buf_free(TjBuf *b) {
+  free(b->data);
+  buf_init(b);
+}
+
+static bool reserve(TjBuf *b, size_t extra) {
+  if (b->oom) return false;
+  if (b->len + extra + 1 <= b->cap) return true;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1) cap *= 2;
+  char *d = realloc(b->data, cap);
+  if (!d) {
+    b->oom = true;
+    return false;
+  }
+  b->data = d;
+  b->cap = cap;
+  return true;
+}
+
+void buf_vprintf(TjBuf *b, const char *fmt, va_list ap) {
+  va_list copy;
+  va_copy(copy, ap);
+  int n = vsnprintf(NULL, 0, fmt, copy);
+  va_end(copy);
+  if (n < 0 || !reserve(b, (size_t)n)) return;
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  b->len += (size_t)n;
+}
+
+void buf_printf(TjBuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  buf_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+void buf_puts(TjBuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (!reserve(b, n)) return;
+  memcpy(b->data + b->len, s, n + 1);
+  b->len += n;
+}
+
+char *buf_take(TjBuf *b) {
+  if (b->oom) {
+    buf_free(b);
+    return NULL;
+  }
+  if (!b->data && !reserve(b, 0)) return NULL;
+  char *d = b->data;
+  d[b->len] = '\0';
+  buf_init(b);
+  return d;
+}
+
+void tj_set_error(char *dst, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(dst, TJ_ERROR_MAX, fmt, ap);
+  va_end(ap);
+}
+
+uint64_t tj_fnv1a(const void *data, size_t len, uint64_t seed) {
+  const unsigned char *p = data;
+  uint64_t h = seed;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+void tj_format_double(char *out, size_t size, double v) {
+  if (isnan(v)) {
+    snprintf(out, size, "nan");
+    return;
+  }
+  if (isinf(v)) {
+    snprintf(out, size, v < 0 ? "-inf" : "inf");
+    return;
+  }
+  /* The shortest %.Ng that reads back as the same double. */
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(out, size, "%.*g", digits, v);
+    if (strtod(out, NULL) == v) return;
+  }
+}
+
+static const char *const status_names[TJ_STATUS_COUNT] = {
+    [TJ_OK] = "ok",
+    [TJ_ERR_INVALID_ARGUMENT] = "invalid argument",
+    [TJ_ERR_TYPE] = "type error",
+    [TJ_ERR_PARSE] = "parse error",
+    [TJ_ERR_VERIFY] = "verification failed",
+    [TJ_ERR_UNSUPPORTED] = "unsupported",
+    [TJ_ERR_OUT_OF_MEMORY] = "out of memory",
+    [TJ_ERR_INTERP] = "interpreter error",
+    [TJ_ERR_NO_DRIVER] = "no CUDA driver",
+    [TJ_ERR_NO_DEVICE] = "no such CUDA device",
+    [TJ_ERR_DRIVER] = "CUDA driver error",
+    [TJ_ERR_NO_NVRTC] = "no NVRTC library",
+    [TJ_ERR_NVRTC] = "NVRTC error",
+    [TJ_ERR_TOOL] = "external tool failed",
+};
+_Static_assert(TJ_COUNTOF(status_names) == TJ_STATUS_COUNT, "one name per status");
+
+const char *tj_status_string(tj_status status) {
+  if ((unsigned)status >= TJ_STATUS_COUNT) return "unknown status";
+  return status_names[status];
+}
