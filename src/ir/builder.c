@@ -13,6 +13,8 @@
 
 tj_status tj_program_create(const char *name, tj_program **out) {
   if (!out) return TJ_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (name && !ir_valid_identifier(name, strlen(name))) return TJ_ERR_INVALID_ARGUMENT;
   *out = ir_program_new(name ? name : "kernel");
   return *out ? TJ_OK : TJ_ERR_OUT_OF_MEMORY;
 }
@@ -68,6 +70,8 @@ static tj_status take_operands(tj_program *p, IrAppend *a, const tj_value *opera
 tj_status tj_build_param(tj_program *p, const char *name, tj_type type, tj_value *out) {
   if (!p) return TJ_ERR_INVALID_ARGUMENT;
   if (!name || !out) return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "param: NULL argument");
+  if (!ir_valid_identifier(name, strlen(name)))
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "param: name '%.64s' is not an identifier", name);
   IrAppend a = make(TJ_OP_PARAM);
   a.declared = type;
   a.iimm = ir_param_add(p, name, strlen(name));

@@ -57,7 +57,7 @@ typedef struct TjBuf {
 void buf_init(TjBuf *b);
 void buf_free(TjBuf *b);
 void buf_printf(TjBuf *b, const char *fmt, ...) TJ_PRINTF(2, 3);
-void buf_vprintf(TjBuf *b, const char *fmt, va_list ap);
+void buf_vprintf(TjBuf *b, const char *fmt, va_list ap) TJ_PRINTF(2, 0);
 void buf_puts(TjBuf *b, const char *s);
 /* Hands the text over to the caller (release with tj_free); the buffer is reset. */
 char *buf_take(TjBuf *b);
@@ -169,6 +169,8 @@ tj_status ir_fail(tj_program *p, tj_status status, const char *fmt, ...) TJ_PRIN
 int ir_const_find(const tj_program *p, const char *name, size_t len); /* -1 if none */
 tj_status ir_const_add(tj_program *p, const char *name, size_t len, int *index);
 int ir_param_add(tj_program *p, const char *name, size_t len); /* -1 on OOM */
+/* Names of kernels, constants and parameters: [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes. */
+bool ir_valid_identifier(const char *name, size_t len);
 
 tj_value ir_value_handle(const tj_program *p, int index);
 /* The index of a handle of p, or -1 if it is not one (another program, 0, junk). */

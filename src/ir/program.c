@@ -115,7 +115,7 @@ int ir_const_find(const tj_program *p, const char *name, size_t len) {
   return -1;
 }
 
-static bool valid_identifier(const char *name, size_t len) {
+bool ir_valid_identifier(const char *name, size_t len) {
   if (len == 0 || len > 63) return false;
   for (size_t i = 0; i < len; i++) {
     char c = name[i];
@@ -135,7 +135,7 @@ static char *dup_len(const char *s, size_t len) {
 }
 
 tj_status ir_const_add(tj_program *p, const char *name, size_t len, int *index) {
-  if (!valid_identifier(name, len))
+  if (!ir_valid_identifier(name, len))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "constant name '%.*s' is not an identifier",
                    (int)(len > 64 ? 64 : len), name);
   if (ir_const_find(p, name, len) >= 0)
