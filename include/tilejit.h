@@ -140,7 +140,7 @@ static inline tj_type tj_tile_type(tj_elem e, int len_const) {
   X(LOAD, "load", 2, 4, MEMORY, LOAD, "a[b] where mask c holds, else d (default 0)")               \
   X(STORE, "store", 3, 4, MEMORY, STORE, "a[b] = c where mask d holds (default all)")              \
   X(REDUCE_MAX, "reduce_max", 1, 1, REDUCE, REDUCE, "max over the tile (NaN ignored, as max)")     \
-  X(REDUCE_SUM, "reduce_sum", 1, 1, REDUCE, REDUCE, "sum over the tile")                           \
+  X(REDUCE_SUM, "reduce_sum", 1, 1, REDUCE, REDUCE, "sum over the tile, in pairwise (tree) order")                           \
   X(FOR, "for", 3, 3, CONTROL, FOR, "counted loop: result runs a, a+c, ... while < b (c > 0)")     \
   X(ITER, "iter", 1, 1, CONTROL, ITER, "loop-carried scalar, a on entry; after endfor, its last") \
   X(YIELD, "yield", 2, 2, CONTROL, YIELD, "iter a takes value b for the next iteration")           \
@@ -331,6 +331,144 @@ uint16_t tj_f32_to_f16(float f);
 float tj_f16_to_f32(uint16_t h);
 uint16_t tj_f32_to_bf16(float f);
 float tj_bf16_to_f32(uint16_t h);
+
+/* --------------------------------------------------------------- runtime */
+
+/*
+ * The runtime loads libcuda.so.1 at run time (TILEJIT_LIBCUDA overrides the
+ * path), compiles kernels on first use, caches them per context and launches
+ * them on the caller's stream. Without a driver every call below returns
+ * TJ_ERR_NO_DRIVER (TJ_ERR_NO_DEVICE without a GPU) with a message; the rest
+ * of tilejit works as before. Device pointers are CUdeviceptr values
+ * (uint64_t); streams are CUstream handles passed as void * (NULL: the
+ * legacy default stream). Launches are asynchronous: nothing here
+ * synchronizes with the device except the copies, tj_context_synchronize,
+ * and the unloading of a module evicted from a full cache.
+ *
+ * Threads: one tj_context may be used by any number of threads at once,
+ * except tj_context_destroy. Messages are per thread: tj_context_error(ctx)
+ * is the message of the calling thread's last failed call on ctx.
+ *
+ * Lifecycle:
+ *   tj_context  created by tj_context_create; destroyed by the caller after
+ *               its work is done. It unloads every kernel it compiled and
+ *               releases the primary context it retained.
+ *   tj_kernel   returned by tj_compile / tj_load_ptx; owned by its context
+ *               and valid until the context is destroyed.
+ */
+typedef struct tj_context tj_context;
+typedef struct tj_kernel tj_kernel;
+
+/* tj_context_options.device: the thread's current CUDA context. */
+#define TJ_DEVICE_CURRENT (-1)
+/* Kernels a context keeps loaded for tj_softmax by default (LRU beyond). */
+#define TJ_CACHE_DEFAULT_CAPACITY 256
+
+typedef struct tj_context_options {
+  int device;         /* ordinal: the thread's current context if it is on this device,
+                         else the device's primary context (retained);
+                         TJ_DEVICE_CURRENT: the current context, else device 0's primary */
+  int arch;           /* PTX target, 10*major+minor, at most the device's; 0 = the device's */
+  int ptx_version;    /* PTX ISA to request; 0 = the lowest the arch needs */
+  int cache_capacity; /* 0 = TJ_CACHE_DEFAULT_CAPACITY */
+} tj_context_options;
+
+typedef struct tj_device_info {
+  char name[128];
+  int ordinal;
+  int arch;             /* the device's compute capability, 10*major+minor */
+  int target_arch;      /* the arch kernels are generated for */
+  int ptx_version;      /* the highest PTX ISA the driver accepts */
+  int driver_version;   /* 1000*major + 10*minor (13000 for 13.0) */
+  int sm_count;
+  int max_threads_per_block;
+  int max_threads_per_sm;
+  int max_blocks_per_sm;
+  int max_shared_per_block;       /* bytes, without opt-in */
+  int max_shared_per_block_optin; /* bytes */
+  int64_t max_grid_x;
+} tj_device_info;
+
+typedef struct tj_cache_stats {
+  uint64_t hits;      /* lookups served by a loaded or loading kernel */
+  uint64_t misses;    /* lookups that compiled (one per key, however many callers wait) */
+  uint64_t evictions; /* kernels unloaded to stay within the capacity */
+  uint64_t failures;  /* compiles that failed */
+  int64_t entries;    /* kernels loaded now */
+  int64_t capacity;
+  double codegen_us;  /* total time producing PTX (tj_emit_ptx or NVRTC) */
+  double jit_ms;      /* total driver JIT wall time (CU_JIT_WALL_TIME) */
+} tj_cache_stats;
+
+/* Creates a context (options NULL: device TJ_DEVICE_CURRENT, defaults).
+ * Queries the device and picks the PTX ISA; an arch not in the code
+ * generator's table, or one that needs a newer driver, is TJ_ERR_UNSUPPORTED.
+ * On failure *out is NULL and tj_context_error(NULL) holds the message. */
+tj_status tj_context_create(const tj_context_options *options, tj_context **out);
+void tj_context_destroy(tj_context *ctx);
+/* The calling thread's last failure on ctx ("" if none); NULL: its last
+ * failure of a call given no context (tj_context_create among them). */
+const char *tj_context_error(const tj_context *ctx);
+tj_status tj_context_device_info(const tj_context *ctx, tj_device_info *info);
+tj_status tj_context_cache_stats(const tj_context *ctx, tj_cache_stats *stats);
+/* Waits for all work in the context (cuCtxSynchronize). */
+tj_status tj_context_synchronize(tj_context *ctx);
+
+/* Device memory in the context, for callers without the CUDA runtime.
+ * The copies are synchronous. */
+tj_status tj_device_alloc(tj_context *ctx, size_t bytes, uint64_t *ptr);
+tj_status tj_device_free(tj_context *ctx, uint64_t ptr);
+tj_status tj_copy_to_device(tj_context *ctx, uint64_t dst, const void *src, size_t bytes);
+tj_status tj_copy_to_host(tj_context *ctx, void *dst, uint64_t src, size_t bytes);
+
+/* Compiles s for ctx's arch with backend (cached: the same spec, backend and
+ * context give the same kernel; concurrent callers compile once). s is only
+ * read, except for its error message; NVRTC failures leave their log there
+ * and in the context's message. TJ_ERR_NO_NVRTC without libnvrtc. */
+tj_status tj_compile(tj_context *ctx, tj_spec *s, tj_backend backend, tj_kernel **kernel);
+/* Loads hand-written PTX. It follows the kernel ABI of generated code (the
+ * last parameter is the .u64 instance count; .reqntid gives the threads; one
+ * program instance per CTA). A driver failure is TJ_ERR_DRIVER with the
+ * driver's error name and the ptxas log in the message. */
+tj_status tj_load_ptx(tj_context *ctx, const char *ptx, const char *entry, tj_kernel **kernel);
+
+typedef struct tj_kernel_report {
+  tj_kernel_info info; /* threads, programs per CTA, arch, ISA, ... */
+  int registers;       /* per thread */
+  int local_bytes;     /* local memory per thread; above 0 means spills */
+  int max_ctas;        /* CTAs resident at once device-wide: the grid's cap */
+  double codegen_us;   /* producing the PTX; 0 for tj_load_ptx */
+  double jit_ms;       /* the driver's JIT wall time */
+} tj_kernel_report;
+
+tj_status tj_kernel_describe(const tj_kernel *k, tj_kernel_report *report);
+/* The driver's JIT info log (ptxas -v style lines); "" if none. */
+const char *tj_kernel_log(const tj_kernel *k);
+
+/* Launches grid program instances of k on stream, with args in parameter
+ * order (the hidden instance count is added here). Pointer parameters take
+ * TJ_ARG_PTR (u.ptr holds the device address) or TJ_ARG_INT; i64 and i32
+ * take TJ_ARG_INT (range-checked); f32 takes TJ_ARG_FLOAT. grid 0 launches
+ * nothing; the CTA count is capped at k's resident maximum, since kernels
+ * stride over their instances. */
+tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
+                    int64_t grid, void *stream);
+
+typedef struct tj_softmax_options {
+  int num_warps;                       /* 0 = the default for BLOCK */
+  tj_backend backend;                  /* TJ_BACKEND_PTX (0) or TJ_BACKEND_NVRTC */
+  tj_softmax_template which_template;  /* TJ_SOFTMAX_AUTO (0): by n */
+} tj_softmax_options;
+
+/* y = softmax(x) over each row of the m x n row-major matrices x and y of
+ * dtype, with row strides in elements (>= n when m > 1), on stream. y == x
+ * (with equal strides) works in place; otherwise y and x must not overlap.
+ * m == 0 or n == 0 launches nothing. Pointers and strides that are not
+ * 16-byte multiples get a kernel specialized for their alignment. opts NULL:
+ * defaults. The first call for a shape compiles; later calls only launch. */
+tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
+                     int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
+                     const tj_softmax_options *opts);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,243 @@
+/*
+ * support.c — the shared test helpers of support.h: xoshiro256** random
+ * numbers, matrices in f32/f16/bf16 with poisoned gaps and guard, the
+ * float64 softmax reference and the tolerance checks.
+ *
+ * Everything works on host memory and on the bit patterns tilejit's public
+ * conversions (tj_f32_to_f16, ...) define, so a GPU suite copies its output
+ * back into a TjMatrix and calls the same checks. No state outside the
+ * caller's structs.
+ */
+#include "support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- random numbers ---------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+void rng_seed(TjRng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+uint64_t rng_next(TjRng *r) {
+  uint64_t *s = r->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+double rng_uniform(TjRng *r) { return (double)(rng_next(r) >> 11) * 0x1p-53; }
+
+double rng_normal(TjRng *r) {
+  double u = rng_uniform(r), v = rng_uniform(r);
+  return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
+}
+
+int64_t rng_range(TjRng *r, int64_t lo, int64_t hi) {
+  uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
+  uint64_t k = span ? rng_next(r) % span : rng_next(r);
+  return (int64_t)((uint64_t)lo + k);
+}
+
+uint64_t test_seed(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t state = a * 0x100000001b3ull ^ b;
+  state = splitmix64(&state) ^ c;
+  return splitmix64(&state);
+}
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+TjTolerance dtype_tolerance(tj_dtype d) {
+  static const TjTolerance t[TJ_DTYPE_COUNT] = {{1.3e-6, 1e-5}, {1e-3, 1e-5}, {1.6e-2, 1e-5}};
+  return t[d];
+}
+
+size_t dtype_bytes(tj_dtype d) { return d == TJ_DTYPE_F32 ? 4 : 2; }
+
+const char *dtype_label(tj_dtype d) {
+  return d == TJ_DTYPE_F32 ? "f32" : d == TJ_DTYPE_F16 ? "f16" : "bf16";
+}
+
+uint32_t elem_bits(const void *buf, tj_dtype d, size_t i) {
+  if (d == TJ_DTYPE_F32) {
+    uint32_t u;
+    memcpy(&u, (const unsigned char *)buf + 4 * i, 4);
+    return u;
+  }
+  return ((const uint16_t *)buf)[i];
+}
+
+static void set_bits(void *buf, tj_dtype d, size_t i, uint32_t bits) {
+  if (d == TJ_DTYPE_F32) memcpy((unsigned char *)buf + 4 * i, &bits, 4);
+  else ((uint16_t *)buf)[i] = (uint16_t)bits;
+}
+
+double elem_get(const void *buf, tj_dtype d, size_t i) {
+  uint32_t bits = elem_bits(buf, d, i);
+  if (d == TJ_DTYPE_F16) return tj_f16_to_f32((uint16_t)bits);
+  if (d == TJ_DTYPE_BF16) return tj_bf16_to_f32((uint16_t)bits);
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+void elem_set(void *buf, tj_dtype d, size_t i, double v) {
+  float f = (float)v;
+  uint32_t bits;
+  if (d == TJ_DTYPE_F16) bits = tj_f32_to_f16(f);
+  else if (d == TJ_DTYPE_BF16) bits = tj_f32_to_bf16(f);
+  else memcpy(&bits, &f, 4);
+  set_bits(buf, d, i, bits);
+}
+
+uint32_t poison_bits(tj_dtype d) {
+  return d == TJ_DTYPE_F32 ? 0x7fd1d1d1u : d == TJ_DTYPE_F16 ? 0x7e5au : 0x7fd1u;
+}
+
+bool is_poison(const void *buf, tj_dtype d, size_t i) {
+  return elem_bits(buf, d, i) == poison_bits(d);
+}
+
+/* ---- matrices ---------------------------------------------------------- */
+
+static size_t span_of(int64_t rows, int64_t cols, int64_t stride) {
+  return rows > 0 && cols > 0 ? (size_t)((rows - 1) * stride + cols) : 0;
+}
+
+static size_t total_elements(const TjMatrix *m) {
+  return span_of(m->rows, m->cols, m->stride) + (size_t)m->guard;
+}
+
+bool matrix_alloc(TjMatrix *m, tj_dtype d, int64_t rows, int64_t cols, int64_t stride,
+                  int64_t guard) {
+  memset(m, 0, sizeof *m);
+  if ((unsigned)d >= TJ_DTYPE_COUNT || rows < 0 || cols < 0 || stride < cols || guard < 0)
+    return false;
+  *m = (TjMatrix){d, rows, cols, stride, guard, NULL, 0, 0};
+  size_t count = total_elements(m);
+  m->span_bytes = span_of(rows, cols, stride) * dtype_bytes(d);
+  m->bytes = count * dtype_bytes(d);
+  m->data = malloc(count ? m->bytes : 1);
+  if (m->data) matrix_poison(m);
+  return m->data != NULL;
+}
+
+void matrix_free(TjMatrix *m) {
+  free(m->data);
+  m->data = NULL;
+}
+
+size_t matrix_index(const TjMatrix *m, int64_t row, int64_t col) {
+  return (size_t)(row * m->stride + col);
+}
+
+double matrix_get(const TjMatrix *m, int64_t row, int64_t col) {
+  return elem_get(m->data, m->dtype, matrix_index(m, row, col));
+}
+
+void matrix_set(TjMatrix *m, int64_t row, int64_t col, double v) {
+  elem_set(m->data, m->dtype, matrix_index(m, row, col), v);
+}
+
+void matrix_poison(TjMatrix *m) {
+  size_t count = total_elements(m);
+  for (size_t i = 0; i < count; i++) set_bits(m->data, m->dtype, i, poison_bits(m->dtype));
+}
+
+void matrix_fill_random(TjMatrix *m, TjRng *r, double scale, double spread) {
+  matrix_poison(m);
+  for (int64_t row = 0; row < m->rows; row++) {
+    double offset = (2.0 * rng_uniform(r) - 1.0) * spread;
+    for (int64_t col = 0; col < m->cols; col++)
+      matrix_set(m, row, col, scale * rng_normal(r) + offset);
+  }
+}
+
+/* ---- softmax ----------------------------------------------------------- */
+
+static void reference_row(const TjMatrix *x, int64_t row, double *ref) {
+  double max = -INFINITY, sum = 0.0;
+  for (int64_t c = 0; c < x->cols; c++) max = fmax(max, matrix_get(x, row, c));
+  for (int64_t c = 0; c < x->cols; c++) sum += ref[c] = exp(matrix_get(x, row, c) - max);
+  for (int64_t c = 0; c < x->cols; c++) ref[c] /= sum;
+}
+
+void softmax_reference(const TjMatrix *x, double *ref) {
+  for (int64_t row = 0; row < x->rows; row++) reference_row(x, row, ref + row * x->cols);
+}
+
+bool close_enough(double got, double want, TjTolerance t) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
+  if (isinf(want) || isinf(got)) return got == want;
+  return fabs(got - want) <= t.atol + t.rtol * fabs(want);
+}
+
+static void note_bad(TjCompare *c, int64_t row, int64_t col, double got, double want) {
+  if (c->bad++ == 0) {
+    c->first_row = row;
+    c->first_col = col;
+    c->first_got = got;
+    c->first_want = want;
+  }
+}
+
+static void compare_element(const TjMatrix *y, double want, TjTolerance t, bool check_written,
+                            int64_t row, int64_t col, TjCompare *c) {
+  size_t i = matrix_index(y, row, col);
+  double got = elem_get(y->data, y->dtype, i);
+  bool unwritten = check_written && is_poison(y->data, y->dtype, i);
+  c->checked++;
+  c->unwritten += unwritten;
+  if (unwritten || !close_enough(got, want, t)) note_bad(c, row, col, got, want);
+  if (isfinite(want) && isfinite(got)) {
+    double err = fabs(got - want);
+    c->max_abs = fmax(c->max_abs, err);
+    c->max_ratio = fmax(c->max_ratio, err / (t.atol + t.rtol * fabs(want)));
+  }
+}
+
+/* Gap and guard elements: everything in the buffer that is in no row. */
+static void count_touched(const TjMatrix *y, TjCompare *c) {
+  size_t count = total_elements(y);
+  for (size_t i = 0; i < count; i++) {
+    int64_t row = y->stride ? (int64_t)i / y->stride : 0, col = (int64_t)i - row * y->stride;
+    bool in_row = row < y->rows && col < y->cols;
+    if (!in_row && !is_poison(y->data, y->dtype, i)) c->touched++;
+  }
+}
+
+bool compare_rows(const TjMatrix *y, const double *ref, TjTolerance t, bool check_written,
+                  TjCompare *c) {
+  memset(c, 0, sizeof *c);
+  c->first_row = c->first_col = -1;
+  for (int64_t row = 0; row < y->rows; row++)
+    for (int64_t col = 0; col < y->cols; col++)
+      compare_element(y, ref[row * y->cols + col], t, check_written, row, col, c);
+  count_touched(y, c);
+  return c->bad == 0 && c->touched == 0;
+}
+
+void compare_describe(const TjCompare *c, char *out, size_t size) {
+  snprintf(out, size,
+           "%lld of %lld bad (first at row %lld, col %lld: got %.9g, want %.9g), %lld unwritten, "
+           "%lld outside the rows touched, max abs error %.3g, max error/tolerance %.3g",
+           (long long)c->bad, (long long)c->checked, (long long)c->first_row,
+           (long long)c->first_col, c->first_got, c->first_want, (long long)c->unwritten,
+           (long long)c->touched, c->max_abs, c->max_ratio);
+}

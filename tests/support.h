@@ -1,0 +1,116 @@
+/*
+ * support.h — helpers every test suite links (support.c): a seeded random
+ * generator, matrices of rows in any storage dtype with a guard region, the
+ * float64 softmax reference, the tolerance check of the testing rules and
+ * NaN poisoning. They know nothing of where the matrices are computed, so
+ * the CPU suites (through the interpreter) and the GPU suites (after a copy
+ * back) share them.
+ *
+ * The method they serve: fresh random inputs for every check (a seed per
+ * case, through rng_seed(test_seed(...))), scaled so the max subtraction
+ * matters; outputs filled with a poison NaN first; afterwards every output
+ * element must have been written and close to the reference
+ * (|out - ref| <= atol + rtol |ref|, NaN where the reference is NaN), and
+ * every element outside the rows (the gaps of a row stride > N and the
+ * guard after the last row) must still hold the poison.
+ */
+#ifndef TJ_TEST_SUPPORT_H
+#define TJ_TEST_SUPPORT_H
+
+#include "tilejit.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- random numbers: xoshiro256** seeded through splitmix64 ------------- */
+
+typedef struct TjRng {
+  uint64_t s[4];
+} TjRng;
+
+void rng_seed(TjRng *r, uint64_t seed);
+uint64_t rng_next(TjRng *r);
+double rng_uniform(TjRng *r);                        /* [0, 1) */
+double rng_normal(TjRng *r);                         /* standard normal */
+int64_t rng_range(TjRng *r, int64_t lo, int64_t hi); /* uniform in [lo, hi] */
+/* A seed for one case, mixed from the suite's numbers (test, size, dtype...). */
+uint64_t test_seed(uint64_t a, uint64_t b, uint64_t c);
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+typedef struct TjTolerance {
+  double rtol, atol;
+} TjTolerance;
+
+/* f32 1.3e-6 / 1e-5, f16 1e-3 / 1e-5, bf16 1.6e-2 / 1e-5 (torch.testing's). */
+TjTolerance dtype_tolerance(tj_dtype d);
+size_t dtype_bytes(tj_dtype d);
+const char *dtype_label(tj_dtype d);
+/* Element i of a buffer as a double (exact), and set from a double (rounded
+ * to f32, then to the dtype, round-to-nearest-even). */
+double elem_get(const void *buf, tj_dtype d, size_t i);
+void elem_set(void *buf, tj_dtype d, size_t i, double v);
+/* The raw bits of element i (16 or 32 of them). */
+uint32_t elem_bits(const void *buf, tj_dtype d, size_t i);
+/* A quiet NaN with a payload no computation makes: "never written". */
+uint32_t poison_bits(tj_dtype d);
+bool is_poison(const void *buf, tj_dtype d, size_t i);
+
+/* ---- matrices ---------------------------------------------------------- */
+
+/* rows x cols elements; row r starts at element r * stride (stride >= cols).
+ * The buffer holds (rows - 1) * stride + cols elements (the span), then
+ * `guard` more; at least one element is allocated. */
+typedef struct TjMatrix {
+  tj_dtype dtype;
+  int64_t rows, cols, stride, guard;
+  void *data;
+  size_t bytes;      /* the whole buffer, guard included */
+  size_t span_bytes; /* up to the end of the last row */
+} TjMatrix;
+
+/* false on bad sizes or out of memory. The buffer starts all poison. */
+bool matrix_alloc(TjMatrix *m, tj_dtype d, int64_t rows, int64_t cols, int64_t stride,
+                  int64_t guard);
+void matrix_free(TjMatrix *m);
+size_t matrix_index(const TjMatrix *m, int64_t row, int64_t col);
+double matrix_get(const TjMatrix *m, int64_t row, int64_t col);
+void matrix_set(TjMatrix *m, int64_t row, int64_t col, double v);
+/* Every element, gaps and guard included, to the poison NaN. */
+void matrix_poison(TjMatrix *m);
+/* Row elements to scale * normal + offset (offset drawn per row in
+ * [-spread, spread]); gaps and guard to the poison, which would turn any
+ * row that reads them into NaN. */
+void matrix_fill_random(TjMatrix *m, TjRng *r, double scale, double spread);
+
+/* ---- softmax: reference and checks ------------------------------------- */
+
+/* The float64 softmax of every row of x into ref (rows * cols, contiguous):
+ * exp(x - max) / sum, with max ignoring NaN; so a row of all -inf, or with
+ * +inf or NaN in it, is all NaN, as torch.softmax gives. */
+void softmax_reference(const TjMatrix *x, double *ref);
+
+/* |got - want| <= atol + rtol |want|; NaN only matches NaN, inf only itself. */
+bool close_enough(double got, double want, TjTolerance t);
+
+typedef struct TjCompare {
+  int64_t checked;              /* row elements compared */
+  int64_t bad;                  /* of those, outside the tolerance (unwritten ones included) */
+  int64_t unwritten;            /* row elements still holding the poison */
+  int64_t touched;              /* gap and guard elements no longer holding it */
+  double max_abs;               /* max |out - ref| over finite references */
+  double max_ratio;             /* max |out - ref| / (atol + rtol |ref|) over finite references */
+  int64_t first_row, first_col; /* the first bad element (-1: none) */
+  double first_got, first_want;
+} TjCompare;
+
+/* Compares y with ref (as softmax_reference lays it out) and checks the
+ * poison outside the rows. check_written: also count row elements holding
+ * the poison (off for in-place runs, whose rows start as x). True if clean. */
+bool compare_rows(const TjMatrix *y, const double *ref, TjTolerance t, bool check_written,
+                  TjCompare *c);
+/* "3 of 4000 bad (first at row 1, col 7: got nan, want 0.25), 0 unwritten, ..." */
+void compare_describe(const TjCompare *c, char *out, size_t size);
+
+#endif /* TJ_TEST_SUPPORT_H */

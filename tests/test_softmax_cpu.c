@@ -1,0 +1,466 @@
+/*
+ * test_softmax_cpu.c — the numerics of both softmax templates, run through
+ * the CPU interpreter and compared with the float64 reference of support.c
+ * under the tolerances of the testing rules.
+ *
+ *   softmax.tj          every N from 1 to 4096 in f32 (M from 1 to 5, varied
+ *                       with N), and a selection of N in f16 and bf16;
+ *   softmax_online.tj   N in {1, 17, 4096, 4097, 100003, 2^20} with a small
+ *                       chunk (BLOCK 64 or 256), and with the default chunk;
+ *   both                every extreme-value row of the testing rules, row
+ *                       strides larger than N, and in-place (y == x).
+ *
+ * Every check draws fresh inputs from a seed of its own, poisons the output
+ * with a NaN payload first, checks every row element was written, and
+ * checks that the gaps between rows and a guard after the last row still
+ * hold the poison. x is passed with its exact byte size, so a read past the
+ * last row is an interpreter error.
+ */
+#include "ir/ir.h"
+#include "support.h"
+
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD 67 /* elements after the last row of y */
+
+typedef struct Case {
+  tj_softmax_template which;
+  tj_dtype dtype;
+  int64_t m, n;
+  int64_t block;              /* 0: the default for n */
+  int64_t x_stride, y_stride; /* 0: n */
+  bool in_place;
+  uint64_t seed;
+} Case;
+
+/* A contiguous, out-of-place case with the default chunk. */
+static Case make_case(int which, int dtype, int64_t m, int64_t n, uint64_t seed) {
+  Case c = {(tj_softmax_template)which, (tj_dtype)dtype, m, n, 0, 0, 0, false, seed};
+  return c;
+}
+
+static const char *template_label(tj_softmax_template t) {
+  return t == TJ_SOFTMAX_ONLINE ? "online" : t == TJ_SOFTMAX_SINGLE ? "single" : "auto";
+}
+
+static void case_label(const Case *c, char *out, size_t size) {
+  snprintf(out, size, "%s %s M=%lld N=%lld BLOCK=%lld strides %lld/%lld%s seed %llu",
+           template_label(c->which), dtype_label(c->dtype), (long long)c->m, (long long)c->n,
+           (long long)c->block, (long long)c->x_stride, (long long)c->y_stride,
+           c->in_place ? " in-place" : "", (unsigned long long)c->seed);
+}
+
+static tj_spec *make_spec(const Case *c) {
+  tj_program *p = NULL;
+  tj_spec_options o;
+  tj_spec *s = NULL;
+  ck_assert_int_eq(tj_softmax_program(c->which, c->n, &p), TJ_OK);
+  ck_assert_int_eq(tj_softmax_spec_options(c->which, c->dtype, c->n, &o), TJ_OK);
+  if (c->block) o.block = c->block;
+  tj_status st = tj_specialize(p, &o, &s);
+  ck_assert_msg(st == TJ_OK, "specialize: %s", tj_program_error(p));
+  tj_program_destroy(p);
+  return s;
+}
+
+/* y gets its whole buffer (guard included), x exactly its rows. */
+static tj_status interpret(tj_spec *s, TjMatrix *y, const TjMatrix *x) {
+  tj_arg args[5] = {{TJ_ARG_PTR, {.ptr = y->data}, y->bytes},
+                    {TJ_ARG_PTR, {.ptr = x->data}, y == x ? x->bytes : x->span_bytes},
+                    {TJ_ARG_INT, {.i = y->stride}, 0},
+                    {TJ_ARG_INT, {.i = x->stride}, 0},
+                    {TJ_ARG_INT, {.i = x->cols}, 0}};
+  return tj_interpret(s, args, 5, x->rows);
+}
+
+/* Reshapes rows of x after the random fill; NULL: random rows only. */
+typedef void (*RowShaper)(TjMatrix *x, TjRng *r);
+
+/* Runs a case and checks it against the reference; y is returned for more
+ * checks (x itself when in place), and freed by finish(). */
+typedef struct Run {
+  Case c;
+  TjMatrix x, y;
+  TjMatrix *out;
+  double *ref;
+} Run;
+
+static void start(Run *run, const Case *c, RowShaper shape) {
+  char label[256], why[512];
+  run->c = *c;
+  int64_t xs = c->x_stride ? c->x_stride : c->n, ys = c->y_stride ? c->y_stride : c->n;
+  double spread = c->dtype == TJ_DTYPE_F32 ? 1e4 : 100.0;
+  TjRng r;
+  rng_seed(&r, c->seed);
+  ck_assert(matrix_alloc(&run->x, c->dtype, c->m, c->n, xs, c->in_place ? GUARD : 0));
+  matrix_fill_random(&run->x, &r, 3.0, spread);
+  if (shape) shape(&run->x, &r);
+  run->ref = malloc((size_t)(c->m * c->n + 1) * sizeof *run->ref);
+  ck_assert_ptr_nonnull(run->ref);
+  softmax_reference(&run->x, run->ref);
+  run->out = &run->x;
+  if (!c->in_place) {
+    ck_assert(matrix_alloc(&run->y, c->dtype, c->m, c->n, ys, GUARD));
+    run->out = &run->y;
+  }
+  tj_spec *s = make_spec(c);
+  case_label(c, label, sizeof label);
+  tj_status st = interpret(s, run->out, &run->x);
+  ck_assert_msg(st == TJ_OK, "%s: %s: %s", label, tj_status_string(st), tj_spec_error(s));
+  tj_spec_destroy(s);
+  TjCompare cmp;
+  bool ok = compare_rows(run->out, run->ref, dtype_tolerance(c->dtype), !c->in_place, &cmp);
+  compare_describe(&cmp, why, sizeof why);
+  ck_assert_msg(ok, "%s: %s", label, why);
+}
+
+static void finish(Run *run) {
+  matrix_free(&run->x);
+  if (!run->c.in_place) matrix_free(&run->y);
+  free(run->ref);
+}
+
+static void check_case(const Case *c) {
+  Run run;
+  start(&run, c, NULL);
+  finish(&run);
+}
+
+/* ---- widths ------------------------------------------------------------ */
+
+/* softmax.tj at every width 1..4096 in f32, 256 widths per loop index. */
+START_TEST(single_every_width_f32) {
+  for (int64_t n = 256 * _i + 1; n <= 256 * (_i + 1); n++) {
+    Case c = make_case(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1 + n % 5, n, test_seed(1, (uint64_t)n, 0));
+    check_case(&c);
+  }
+}
+END_TEST
+
+static const int64_t selected_widths[] = {1,    2,    3,    5,    7,    8,    13,  16,   17,   31,
+                                          32,   33,   63,   64,   65,   100,  127, 128,  129,  255,
+                                          256,  257,  500,  511,  512,  513,  777, 1000, 1023, 1024,
+                                          1025, 2047, 2048, 2049, 3001, 4095, 4096};
+
+/* softmax.tj in f16 (loop index 0) and bf16 (1) at selected widths. */
+START_TEST(single_selected_widths_16bit) {
+  tj_dtype d = _i == 0 ? TJ_DTYPE_F16 : TJ_DTYPE_BF16;
+  for (size_t i = 0; i < sizeof selected_widths / sizeof *selected_widths; i++) {
+    int64_t n = selected_widths[i];
+    Case c = make_case(TJ_SOFTMAX_SINGLE, d, 1 + n % 4, n, test_seed(2, (uint64_t)n, d));
+    check_case(&c);
+  }
+}
+END_TEST
+
+static const int64_t online_widths[] = {1, 17, 4096, 4097, 100003, 1 << 20};
+
+/* softmax_online.tj with chunks of 64 and 256 and the default chunk, per dtype. */
+START_TEST(online_widths_all_dtypes) {
+  tj_dtype d = (tj_dtype)_i;
+  const int64_t blocks[] = {64, 256, 0};
+  for (size_t i = 0; i < sizeof online_widths / sizeof *online_widths; i++)
+    for (size_t b = 0; b < 3; b++) {
+      int64_t n = online_widths[i];
+      if (n == 1 << 20 && (d != TJ_DTYPE_F32 || blocks[b] == 64)) continue; /* time */
+      uint64_t seed = test_seed(3, (uint64_t)n, (uint64_t)(d * 8 + (int)b));
+      Case c = make_case(TJ_SOFTMAX_ONLINE, d, n >= 100003 ? 2 : 3, n, seed);
+      c.block = blocks[b];
+      check_case(&c);
+    }
+}
+END_TEST
+
+/* The chunk smaller than, equal to and larger than n, on both sides of a multiple. */
+START_TEST(online_chunk_edges) {
+  const int64_t widths[] = {63, 64, 65, 127, 128, 129, 1000};
+  for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+    int64_t n = widths[i];
+    Case c = make_case(TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 3, n, test_seed(4, (uint64_t)n, 0));
+    c.block = 64;
+    check_case(&c);
+    c.block = 1;
+    c.seed++;
+    check_case(&c);
+  }
+}
+END_TEST
+
+/* ---- strides and in-place --------------------------------------------- */
+
+START_TEST(strided_rows) {
+  for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      const int64_t widths[] = {1, 5, 100, 333, 1024};
+      for (size_t i = 0; i < 5; i++) {
+        int64_t n = widths[i];
+        Case c = make_case(which, d, 4, n, test_seed(5, (uint64_t)n, (uint64_t)(which * 8 + d)));
+        c.block = which == TJ_SOFTMAX_ONLINE ? 64 : 0;
+        c.x_stride = n + 3;
+        c.y_stride = 2 * n + 1;
+        check_case(&c);
+      }
+    }
+}
+END_TEST
+
+START_TEST(in_place) {
+  for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      const int64_t widths[] = {1, 6, 257, 1000};
+      for (size_t i = 0; i < 4; i++) {
+        int64_t n = widths[i];
+        uint64_t seed = test_seed(6, (uint64_t)n, (uint64_t)(which * 8 + d));
+        Case c = make_case(which, d, 3, n, seed);
+        c.block = which == TJ_SOFTMAX_ONLINE ? 64 : 0;
+        c.in_place = true;
+        check_case(&c);
+        c.x_stride = c.y_stride = n + 5; /* strided and in place */
+        c.seed++;
+        check_case(&c);
+      }
+    }
+}
+END_TEST
+
+/* ---- extreme values ---------------------------------------------------- */
+
+/* Per dtype: its largest finite value, a very negative finite value, and a
+ * subnormal. */
+static double dtype_max(tj_dtype d) {
+  return d == TJ_DTYPE_F32 ? FLT_MAX : d == TJ_DTYPE_F16 ? 65504.0 : 0x1.fep127;
+}
+static double dtype_very_negative(tj_dtype d) { return d == TJ_DTYPE_F16 ? -6e4 : -1e30; }
+static double dtype_subnormal(tj_dtype d) { return d == TJ_DTYPE_F16 ? 0x1p-20 : 0x1p-130; }
+static double dtype_huge(tj_dtype d) { return d == TJ_DTYPE_F16 ? 65504.0 : 3e38; }
+
+enum {
+  ROW_RANDOM,
+  ROW_ALL_NEG_INF,
+  ROW_POS_INF,
+  ROW_NAN,
+  ROW_NEG_INF_MIXED,
+  ROW_NEG_INF_PREFIX, /* the first chunks all -inf, then finite */
+  ROW_NEG_INF_SUFFIX,
+  ROW_ALL_MAX,
+  ROW_ALL_VERY_NEGATIVE,
+  ROW_ALL_SUBNORMAL,
+  ROW_ONE_HOT,
+  ROW_KINDS
+};
+
+static void fill_row(TjMatrix *x, int64_t row, int kind, TjRng *r) {
+  int64_t n = x->cols, at = rng_range(r, 0, n - 1);
+  tj_dtype d = x->dtype;
+  for (int64_t c = 0; c < n; c++) {
+    double v = matrix_get(x, row, c);
+    switch (kind) {
+    case ROW_ALL_NEG_INF: v = -INFINITY; break;
+    case ROW_POS_INF: v = c == at ? INFINITY : v; break;
+    case ROW_NAN: v = c == at ? NAN : v; break;
+    case ROW_NEG_INF_MIXED: v = c != at && rng_uniform(r) < 0.5 ? -INFINITY : v; break;
+    case ROW_NEG_INF_PREFIX: v = c < n - 1 && c < 2 * n / 3 ? -INFINITY : v; break;
+    case ROW_NEG_INF_SUFFIX: v = c > 0 && c > n / 3 ? -INFINITY : v; break;
+    case ROW_ALL_MAX: v = dtype_max(d); break;
+    case ROW_ALL_VERY_NEGATIVE: v = dtype_very_negative(d); break;
+    case ROW_ALL_SUBNORMAL: v = dtype_subnormal(d); break;
+    case ROW_ONE_HOT: v = c == at ? dtype_huge(d) : -dtype_huge(d); break;
+    default: break;
+    }
+    matrix_set(x, row, c, v);
+  }
+}
+
+/* Row r holds kind r % ROW_KINDS: every kind twice, each group led by a random row. */
+static void shape_extremes(TjMatrix *x, TjRng *r) {
+  for (int64_t row = 0; row < x->rows; row++) fill_row(x, row, (int)(row % ROW_KINDS), r);
+}
+
+/* The exact properties beyond the tolerance check. */
+static void check_row_exact(const Run *run, int64_t row, const char *label) {
+  const TjMatrix *x = &run->x, *y = run->out;
+  int kind = (int)(row % ROW_KINDS);
+  int64_t n = x->cols;
+  double first = matrix_get(y, row, 0);
+  for (int64_t c = 0; c < n; c++) {
+    double in = matrix_get(x, row, c), out = matrix_get(y, row, c);
+    bool nan_row = kind == ROW_ALL_NEG_INF || kind == ROW_POS_INF || kind == ROW_NAN;
+    if (nan_row)
+      ck_assert_msg(isnan(out), "%s row %lld col %lld: %g, want NaN", label, (long long)row,
+                    (long long)c, out);
+    if (kind >= ROW_NEG_INF_MIXED && kind <= ROW_NEG_INF_SUFFIX && in == -INFINITY)
+      ck_assert_msg(out == 0.0, "%s row %lld col %lld: %g at -inf, want exactly 0", label,
+                    (long long)row, (long long)c, out);
+    if (kind >= ROW_ALL_MAX && kind <= ROW_ALL_SUBNORMAL)
+      ck_assert_msg(out == first, "%s row %lld: not uniform (%g, %g)", label, (long long)row, first,
+                    out);
+    if (kind == ROW_ONE_HOT)
+      ck_assert_msg(out == 0.0 || out == 1.0, "%s row %lld col %lld: %g, want one-hot", label,
+                    (long long)row, (long long)c, out);
+  }
+  if (n == 1 && kind != ROW_ALL_NEG_INF && kind != ROW_POS_INF && kind != ROW_NAN)
+    ck_assert_msg(first == 1.0, "%s: N = 1 gives %g, want 1", label, first);
+}
+
+static void check_extremes(tj_softmax_template which, tj_dtype d, int64_t n, int64_t block) {
+  Case c =
+      make_case(which, d, 2 * ROW_KINDS, n, test_seed(7, (uint64_t)n, (uint64_t)(which * 8 + d)));
+  c.block = block;
+  char label[256];
+  case_label(&c, label, sizeof label);
+  Run run;
+  start(&run, &c, shape_extremes);
+  for (int64_t row = 0; row < c.m; row++) check_row_exact(&run, row, label);
+  finish(&run);
+}
+
+static const int64_t extreme_widths[] = {1, 2, 3, 64, 100, 1000, 4097};
+
+/* Loop index: template (single, online) x dtype. */
+START_TEST(extreme_values) {
+  tj_softmax_template which = _i < TJ_DTYPE_COUNT ? TJ_SOFTMAX_SINGLE : TJ_SOFTMAX_ONLINE;
+  tj_dtype d = (tj_dtype)(_i % TJ_DTYPE_COUNT);
+  for (size_t i = 0; i < sizeof extreme_widths / sizeof *extreme_widths; i++)
+    check_extremes(which, d, extreme_widths[i], which == TJ_SOFTMAX_ONLINE ? 64 : 0);
+}
+END_TEST
+
+/* Padding leaks nothing and a NaN row leaves its neighbour alone: BLOCK 32
+ * over rows of 5, then rows of 30 (two chunks of 32 would hold 64) where
+ * row 0 is random and row 1 all -inf. */
+START_TEST(padding_and_neighbours) {
+  for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++) {
+    Case c = make_case(which, TJ_DTYPE_F32, 2, 5, test_seed(8, 5, (uint64_t)which));
+    c.block = 32;
+    Run run;
+    start(&run, &c, NULL);
+    finish(&run);
+    c.n = 30; /* 2 chunks of 32 would hold 64 */
+    c.seed++;
+    start(&run, &c, shape_extremes);
+    finish(&run);
+  }
+}
+END_TEST
+
+START_TEST(empty_matrices) {
+  for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++) {
+    Case zero_rows = make_case(which, TJ_DTYPE_F32, 0, 10, 9);
+    Case zero_cols = make_case(which, TJ_DTYPE_F16, 4, 0, 10);
+    check_case(&zero_rows);
+    check_case(&zero_cols); /* nothing written: the guard keeps its poison */
+  }
+}
+END_TEST
+
+/* ---- the softmax API --------------------------------------------------- */
+
+START_TEST(template_choice_and_options) {
+  tj_spec_options o;
+  ck_assert_int_eq(tj_softmax_pick(1), TJ_SOFTMAX_SINGLE);
+  ck_assert_int_eq(tj_softmax_pick(TJ_SOFTMAX_MAX_TILE), TJ_SOFTMAX_SINGLE);
+  ck_assert_int_eq(tj_softmax_pick(TJ_SOFTMAX_MAX_TILE + 1), TJ_SOFTMAX_ONLINE);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000, &o), TJ_OK);
+  ck_assert(o.n == 1000 && o.block == 1024 && o.dtype == TJ_DTYPE_BF16 && o.num_warps == 0 &&
+            o.align == 0);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 1000, &o), TJ_OK);
+  ck_assert_int_eq(o.block, 1024);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100003, &o), TJ_OK);
+  ck_assert_int_eq(o.block, TJ_SOFTMAX_CHUNK);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F16, 40000, &o), TJ_OK);
+  ck_assert_int_eq(o.block, TJ_SOFTMAX_CHUNK);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F16, 0, &o), TJ_OK);
+  ck_assert_int_eq(o.block, 1);
+  tj_program *p = NULL;
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 40000, &p), TJ_OK);
+  ck_assert_str_eq(p->name, "softmax_online");
+  tj_program_destroy(p);
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 4000, &p), TJ_OK);
+  ck_assert_str_eq(p->name, "softmax");
+  ck_assert_int_eq(p->nparams, 5);
+  tj_program_destroy(p);
+}
+END_TEST
+
+START_TEST(api_errors) {
+  tj_program *p = (tj_program *)&p;
+  tj_spec_options o;
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, -1, &p), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(p);
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 10, NULL), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_program((tj_softmax_template)7, 10, &p), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F32, -5, &o),
+                   TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_COUNT, 5, &o),
+                   TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, (tj_dtype)-1, 5, &o),
+                   TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_spec_options((tj_softmax_template)9, TJ_DTYPE_F32, 5, &o),
+                   TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F32, 5, NULL),
+                   TJ_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* A y buffer one element short: the last row's store fails, naming it. */
+START_TEST(short_output_is_an_error) {
+  Case c = make_case(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 3, 10, 11);
+  TjMatrix x, y;
+  TjRng r;
+  rng_seed(&r, c.seed);
+  ck_assert(matrix_alloc(&x, TJ_DTYPE_F32, 3, 10, 10, 0) &&
+            matrix_alloc(&y, TJ_DTYPE_F32, 3, 10, 10, 0));
+  matrix_fill_random(&x, &r, 3.0, 10.0);
+  y.bytes -= 4;
+  tj_spec *s = make_spec(&c);
+  ck_assert_int_eq(interpret(s, &y, &x), TJ_ERR_INTERP);
+  ck_assert_msg(strstr(tj_spec_error(s), "store") && strstr(tj_spec_error(s), "program 2") &&
+                    strstr(tj_spec_error(s), "element 9") &&
+                    strstr(tj_spec_error(s), "parameter y"),
+                "%s", tj_spec_error(s));
+  tj_spec_destroy(s);
+  matrix_free(&x);
+  matrix_free(&y);
+}
+END_TEST
+
+static Suite *softmax_suite(void) {
+  Suite *s = suite_create("softmax_cpu");
+  TCase *widths = tcase_create("widths");
+  tcase_set_timeout(widths, 600);
+  tcase_add_loop_test(widths, single_every_width_f32, 0, 16);
+  tcase_add_loop_test(widths, single_selected_widths_16bit, 0, 2);
+  tcase_add_loop_test(widths, online_widths_all_dtypes, 0, TJ_DTYPE_COUNT);
+  tcase_add_test(widths, online_chunk_edges);
+  suite_add_tcase(s, widths);
+  TCase *layout = tcase_create("layout");
+  tcase_set_timeout(layout, 120);
+  tcase_add_test(layout, strided_rows);
+  tcase_add_test(layout, in_place);
+  tcase_add_test(layout, padding_and_neighbours);
+  tcase_add_test(layout, empty_matrices);
+  tcase_add_test(layout, short_output_is_an_error);
+  suite_add_tcase(s, layout);
+  TCase *extremes = tcase_create("extremes");
+  tcase_set_timeout(extremes, 120);
+  tcase_add_loop_test(extremes, extreme_values, 0, 2 * TJ_DTYPE_COUNT);
+  suite_add_tcase(s, extremes);
+  TCase *api = tcase_create("api");
+  tcase_add_test(api, template_choice_and_options);
+  tcase_add_test(api, api_errors);
+  suite_add_tcase(s, api);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(softmax_suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
