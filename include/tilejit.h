@@ -21,6 +21,8 @@
  *               tj_softmax_program; owned by the caller.
  *   tj_spec     created by tj_specialize from a verified program; it holds its
  *               own copy of the program, so the program may be destroyed first.
+ *   tj_context  created by tj_context_create; owns the kernels it compiles
+ *   tj_kernel   (tj_compile, tj_load_ptx). See the runtime section.
  */
 #ifndef TILEJIT_H
 #define TILEJIT_H
@@ -59,6 +61,9 @@ typedef enum tj_status {
 
 /* A static, human-readable name for a status ("invalid argument", ...). */
 const char *tj_status_string(tj_status status);
+
+/* The library's version, TJ_VERSION_STRING of the build ("0.1.0"). */
+const char *tj_version(void);
 
 /* Releases a string or buffer that tilejit returned through a char **. */
 void tj_free(void *p);
@@ -361,7 +366,9 @@ typedef struct tj_kernel tj_kernel;
 
 /* tj_context_options.device: the thread's current CUDA context. */
 #define TJ_DEVICE_CURRENT (-1)
-/* Kernels a context keeps loaded for tj_softmax by default (LRU beyond). */
+/* Kernels a context keeps loaded by default: beyond it the least recently
+ * used are unloaded, except those tj_compile / tj_load_ptx returned and the
+ * at most 8 that tj_softmax's launch fast path holds. */
 #define TJ_CACHE_DEFAULT_CAPACITY 256
 
 typedef struct tj_context_options {
@@ -463,9 +470,12 @@ typedef struct tj_softmax_options {
 /* y = softmax(x) over each row of the m x n row-major matrices x and y of
  * dtype, with row strides in elements (>= n when m > 1), on stream. y == x
  * (with equal strides) works in place; otherwise y and x must not overlap.
- * m == 0 or n == 0 launches nothing. Pointers and strides that are not
- * 16-byte multiples get a kernel specialized for their alignment. opts NULL:
- * defaults. The first call for a shape compiles; later calls only launch. */
+ * m and n are at most 2^31-1; offsets are 64-bit. m == 0 or n == 0 launches
+ * nothing (NULL pointers allowed then). Pointers must be aligned to the
+ * element size; pointers and strides that are not 16-byte multiples get a
+ * kernel specialized for their alignment. opts NULL: defaults. The first
+ * call for a shape compiles; later calls only launch. Arguments are checked
+ * before anything is launched (TJ_ERR_INVALID_ARGUMENT). */
 tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
                      int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                      const tj_softmax_options *opts);

@@ -18,6 +18,8 @@ void *tj_realloc(void *p, size_t size) { return realloc(p, size ? size : 1); }
 
 void tj_free(void *p) { free(p); }
 
+const char *tj_version(void) { return TJ_VERSION_STRING; }
+
 char *tj_strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = malloc(n);

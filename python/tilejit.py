@@ -1,0 +1,702 @@
+"""tilejit: a ctypes binding to libtilejit, the C library that JIT-compiles
+tile programs to PTX.
+
+It needs no build step beyond the library. libtilejit.so is found through
+the TILEJIT_LIBRARY environment variable, else the build tree beside this
+file (../build, then the newest ../build-*), else an installed prefix.
+
+    import torch, tilejit
+    x = torch.randn(4096, 1000, device="cuda")
+    y = tilejit.softmax(x)              # on torch's current stream
+    tilejit.softmax(x, out=x)           # in place
+
+softmax() takes torch tensors (2-D with a contiguous last dimension and any
+row stride, or 1-D as one row; float32, float16, bfloat16) and any object
+with __cuda_array_interface__. Every failure inside tilejit raises
+tilejit.Error(status, message) with the library's message; bad Python-side
+inputs raise TypeError or ValueError before anything reaches C.
+
+One tj_context is kept per device for the life of the process, created on
+first use. For torch tensors it is created for the tensor's device, which
+attaches to the context torch made current there or retains that device's
+primary context: the one torch uses, so both share memory and streams.
+
+dump_ptx() works without a GPU: it prints the PTX (or CUDA C) tilejit
+generates for a softmax specialization.
+"""
+
+import ctypes
+import ctypes.util
+import enum
+import glob
+import os
+import sys
+import threading
+
+__all__ = [
+    "Error", "Status", "DeviceArray", "softmax", "dump_ptx", "version", "cache_stats",
+    "device_info", "synchronize", "library_path",
+]
+
+# The header version this binding mirrors (TJ_VERSION_STRING in tilejit.h).
+__version__ = "0.1.0"
+DEVICE_CURRENT = -1  # TJ_DEVICE_CURRENT
+
+
+# ---------------------------------------------------------------- status
+
+
+class Status(enum.IntEnum):
+    """tj_status, in the header's order."""
+
+    OK = 0
+    INVALID_ARGUMENT = 1
+    TYPE = 2
+    PARSE = 3
+    VERIFY = 4
+    UNSUPPORTED = 5
+    OUT_OF_MEMORY = 6
+    INTERP = 7
+    NO_DRIVER = 8
+    NO_DEVICE = 9
+    DRIVER = 10
+    NO_NVRTC = 11
+    NVRTC = 12
+    TOOL = 13
+
+
+class Error(RuntimeError):
+    """A failed tilejit call: .status (a Status) and .message (tilejit's text)."""
+
+    def __init__(self, status, message):
+        try:
+            status = Status(status)
+        except ValueError:
+            pass
+        super().__init__(status, message)
+        self.status = status
+        self.message = message
+
+    def __str__(self):
+        name = self.status.name if isinstance(self.status, Status) else str(self.status)
+        return f"{self.message} [{name}]"
+
+
+# ------------------------------------------------- mirrored C structures
+
+
+class _ContextOptions(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_int), ("arch", ctypes.c_int),
+                ("ptx_version", ctypes.c_int), ("cache_capacity", ctypes.c_int)]
+
+
+class _SoftmaxOptions(ctypes.Structure):
+    _fields_ = [("num_warps", ctypes.c_int), ("backend", ctypes.c_int),
+                ("which_template", ctypes.c_int)]
+
+
+class _DeviceInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 128)] + [
+        (f, ctypes.c_int) for f in (
+            "ordinal", "arch", "target_arch", "ptx_version", "driver_version", "sm_count",
+            "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm",
+            "max_shared_per_block", "max_shared_per_block_optin")
+    ] + [("max_grid_x", ctypes.c_int64)]
+
+
+class _CacheStats(ctypes.Structure):
+    _fields_ = [("hits", ctypes.c_uint64), ("misses", ctypes.c_uint64),
+                ("evictions", ctypes.c_uint64), ("failures", ctypes.c_uint64),
+                ("entries", ctypes.c_int64), ("capacity", ctypes.c_int64),
+                ("codegen_us", ctypes.c_double), ("jit_ms", ctypes.c_double)]
+
+
+class _SpecOptions(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int64), ("block", ctypes.c_int64), ("num_warps", ctypes.c_int),
+                ("dtype", ctypes.c_int), ("align", ctypes.c_int),
+                ("bindings", ctypes.c_void_p), ("binding_count", ctypes.c_int)]
+
+
+class _CodegenOptions(ctypes.Structure):
+    _fields_ = [("arch", ctypes.c_int), ("ptx_version", ctypes.c_int), ("annotate", ctypes.c_int)]
+
+
+# ------------------------------------------------------ finding the library
+
+
+def _mtime(path):
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
+
+
+def _candidates():
+    """Paths to try, in order (a generator, so that the slow find_library
+    runs only when needed): TILEJIT_LIBRARY alone when set, else the build
+    tree, else installed prefixes."""
+    env = os.environ.get("TILEJIT_LIBRARY")
+    if env:
+        yield env
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    yield os.path.join(root, "build", "libtilejit.so")
+    others = glob.glob(os.path.join(root, "build-*", "libtilejit.so"))
+    yield from sorted(others, key=_mtime, reverse=True)
+    found = ctypes.util.find_library("tilejit")
+    if found:
+        yield found
+    for prefix in dict.fromkeys((sys.prefix, "/usr/local", "/usr")):
+        for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
+            yield os.path.join(prefix, libdir, "libtilejit.so")
+
+
+_P = ctypes.POINTER
+_VP = ctypes.c_void_p
+_I = ctypes.c_int
+_I64 = ctypes.c_int64
+_U64 = ctypes.c_uint64
+
+# name: (restype, argtypes). tj_status returns are c_int.
+_PROTOTYPES = {
+    "tj_status_string": (ctypes.c_char_p, [_I]),
+    "tj_free": (None, [_VP]),
+    "tj_program_destroy": (None, [_VP]),
+    "tj_program_error": (ctypes.c_char_p, [_VP]),
+    "tj_spec_destroy": (None, [_VP]),
+    "tj_spec_error": (ctypes.c_char_p, [_VP]),
+    "tj_spec_key": (ctypes.c_char_p, [_VP]),
+    "tj_softmax_program": (_I, [_I, _I64, _P(_VP)]),
+    "tj_softmax_spec_options": (_I, [_I, _I, _I64, _P(_SpecOptions)]),
+    "tj_specialize": (_I, [_VP, _P(_SpecOptions), _P(_VP)]),
+    "tj_emit_ptx": (_I, [_VP, _P(_CodegenOptions), _P(_VP), _VP]),
+    "tj_emit_cuda": (_I, [_VP, _P(_CodegenOptions), _P(_VP), _VP]),
+    "tj_nvrtc_ptx": (_I, [_VP, _P(_CodegenOptions), _P(_VP), _VP]),
+    "tj_context_create": (_I, [_P(_ContextOptions), _P(_VP)]),
+    "tj_context_destroy": (None, [_VP]),
+    "tj_context_error": (ctypes.c_char_p, [_VP]),
+    "tj_context_device_info": (_I, [_VP, _P(_DeviceInfo)]),
+    "tj_context_cache_stats": (_I, [_VP, _P(_CacheStats)]),
+    "tj_context_synchronize": (_I, [_VP]),
+    "tj_device_alloc": (_I, [_VP, ctypes.c_size_t, _P(_U64)]),
+    "tj_device_free": (_I, [_VP, _U64]),
+    "tj_copy_to_device": (_I, [_VP, _U64, _VP, ctypes.c_size_t]),
+    "tj_copy_to_host": (_I, [_VP, _VP, _U64, ctypes.c_size_t]),
+    "tj_softmax": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _VP, _P(_SoftmaxOptions)]),
+}
+
+
+def _bind(lib):
+    """Sets every prototype on lib; returns the names lib lacks."""
+    missing = []
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name, None)
+        if fn is None:
+            missing.append(name)
+            continue
+        fn.restype, fn.argtypes = restype, argtypes
+    return missing
+
+
+def _load_library():
+    """The first candidate that loads and has every function bound here."""
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path} (missing)")
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+            continue
+        missing = _bind(lib)
+        if not missing:
+            return lib, path
+        tried.append(f"{path} (older than this binding: no {', '.join(missing)})")
+    raise ImportError("tilejit: cannot load libtilejit.so; set TILEJIT_LIBRARY or build it "
+                      "(cmake -S . -B build && cmake --build build --target tilejit). Tried: "
+                      + "; ".join(tried))
+
+
+_lib, library_path = _load_library()
+_tj_softmax = _lib.tj_softmax  # the hot path's one foreign call
+
+
+def _text(raw):
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def _status_name(status):
+    return _text(_lib.tj_status_string(status))
+
+
+# ------------------------------------------------------------ enumerations
+
+_DTYPES = {"f32": 0, "float32": 0, "float": 0, "f16": 1, "float16": 1, "half": 1,
+           "bf16": 2, "bfloat16": 2}
+_DTYPE_SIZES = (4, 2, 2)
+_DTYPE_NAMES = ("f32", "f16", "bf16")
+_BACKENDS = {"ptx": 0, "nvrtc": 1}
+_TEMPLATES = {"auto": 0, "single": 1, "online": 2}
+
+
+def _dtype_code(dtype):
+    """0, 1 or 2 for a name ("f32", "bfloat16", ...) or a torch dtype."""
+    key = dtype if isinstance(dtype, str) else str(dtype).rsplit(".", 1)[-1]
+    code = _DTYPES.get(key.lower())
+    if code is None:
+        raise TypeError(f"tilejit: dtype {dtype!r} is not f32, f16 or bf16")
+    return code
+
+
+def _choice(table, value, what):
+    code = table.get(value)
+    if code is None:
+        raise ValueError(f"tilejit: {what} must be one of {', '.join(table)}, not {value!r}")
+    return code
+
+
+# ---------------------------------------------------------------- contexts
+
+_contexts = {}  # device ordinal (or DEVICE_CURRENT) -> c_void_p
+_contexts_lock = threading.Lock()
+
+
+def _create_context(device):
+    options = _ContextOptions(device=device)
+    handle = _VP()
+    status = _lib.tj_context_create(ctypes.byref(options), ctypes.byref(handle))
+    if status:
+        raise Error(status, _text(_lib.tj_context_error(None)))
+    return handle
+
+
+def _context(device):
+    """The process's context for device (an ordinal or DEVICE_CURRENT),
+    created once, whichever threads ask first."""
+    ctx = _contexts.get(device)
+    if ctx is not None:
+        return ctx
+    with _contexts_lock:
+        ctx = _contexts.get(device)
+        if ctx is None:
+            ctx = _create_context(device)
+            if device == DEVICE_CURRENT:
+                ctx = _share(ctx)
+            _contexts[device] = ctx
+    return ctx
+
+
+def _share(ctx):
+    """Keeps one context per device: a DEVICE_CURRENT context on a device
+    that already has one is dropped for the existing one."""
+    ordinal = _info(ctx).ordinal
+    existing = _contexts.get(ordinal)
+    if existing is not None:
+        _lib.tj_context_destroy(ctx)
+        return existing
+    _contexts[ordinal] = ctx
+    return ctx
+
+
+def _default_device():
+    """torch's current device when torch has started CUDA, else whatever
+    context is current on this thread (device 0's primary context if none)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    return DEVICE_CURRENT
+
+
+def _ordinal(device):
+    """None (the default device), an int, or an object with .index (a
+    torch.device; index None is torch's current device)."""
+    if device is None:
+        return _default_device()
+    if isinstance(device, int):
+        return device
+    index = getattr(device, "index", False)
+    if index is None:
+        return _default_device()
+    if isinstance(index, int):
+        return index
+    raise TypeError(f"tilejit: device must be an int or a torch.device, not {device!r}")
+
+
+def _check(status, ctx):
+    if status:
+        raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
+
+
+def _info(ctx):
+    info = _DeviceInfo()
+    _check(_lib.tj_context_device_info(ctx, ctypes.byref(info)), ctx)
+    return info
+
+
+def _as_dict(struct):
+    out = {}
+    for name, _ in struct._fields_:
+        value = getattr(struct, name)
+        out[name] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return out
+
+
+def version():
+    """The tilejit version this binding was written for ("0.1.0")."""
+    return __version__
+
+
+def device_info(device=None):
+    """tj_device_info of the context for device (default: the current one), as a dict."""
+    return _as_dict(_info(_context(_ordinal(device))))
+
+
+def cache_stats(device=None):
+    """tj_cache_stats of the context for device (default: the current one), as a dict."""
+    ctx = _context(_ordinal(device))
+    stats = _CacheStats()
+    _check(_lib.tj_context_cache_stats(ctx, ctypes.byref(stats)), ctx)
+    return _as_dict(stats)
+
+
+def synchronize(device=None):
+    """Waits for all work in the context for device."""
+    ctx = _context(_ordinal(device))
+    _check(_lib.tj_context_synchronize(ctx), ctx)
+
+
+# ------------------------------------------------------- softmax options
+
+# (num_warps, backend, template) -> a tj_softmax_options pointer; None is NULL.
+_OPTIONS = {(0, "ptx", "auto"): None}
+
+
+def _options(num_warps, backend, template):
+    if not isinstance(num_warps, int):
+        raise TypeError(f"tilejit: num_warps must be an int, not {type(num_warps).__name__}")
+    struct = _SoftmaxOptions(num_warps, _choice(_BACKENDS, backend, "backend"),
+                             _choice(_TEMPLATES, template, "template"))
+    pointer = ctypes.pointer(struct)
+    _OPTIONS[(num_warps, backend, template)] = pointer
+    return pointer
+
+
+# ------------------------------------------------------ softmax on torch
+
+_torch_dtypes = None  # torch dtype -> tj_dtype, filled on first use
+_raw_stream = None  # device -> torch's current CUstream as an int
+
+
+def _init_torch(torch):
+    global _torch_dtypes, _raw_stream
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    _raw_stream = get or (lambda device: torch.cuda.current_stream(device).cuda_stream)
+    _torch_dtypes = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+    return _torch_dtypes
+
+
+def _matrix_of_tensor(t, what):
+    """(m, n, row stride) of a 1-D or 2-D tensor with a contiguous last dim."""
+    shape = t.shape
+    if len(shape) == 2:
+        m, n = shape
+        if n > 1 and t.stride(1) != 1:
+            raise ValueError(f"tilejit.softmax: {what}'s last dimension is not contiguous "
+                             f"(strides {tuple(t.stride())})")
+        return m, n, t.stride(0)
+    if len(shape) == 1:
+        n = shape[0]
+        if n > 1 and t.stride(0) != 1:
+            raise ValueError(f"tilejit.softmax: {what} is not contiguous (stride {t.stride(0)})")
+        return 1, n, n
+    raise ValueError(f"tilejit.softmax: {what} must be 1-D or 2-D, not {len(shape)}-D")
+
+
+def _tensor_layout(x, dtype):
+    """(m, n, row stride) of x outside the common case, or the error."""
+    if dtype is None:
+        raise TypeError(f"tilejit.softmax: x is {x.dtype}; "
+                        "tilejit takes float32, float16, bfloat16")
+    if not x.is_cuda:
+        raise ValueError(f"tilejit.softmax: x is on {x.device}; tilejit needs a CUDA tensor")
+    return _matrix_of_tensor(x, "x")
+
+
+def _out_stride(torch, x, out, device):
+    """out's row stride, after checking that it is a tensor like x."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError("tilejit.softmax: out must be a torch.Tensor like x, "
+                        f"not {type(out).__name__}")
+    if out.dtype != x.dtype:
+        raise TypeError(f"tilejit.softmax: out is {out.dtype} but x is {x.dtype}")
+    if out.shape != x.shape:
+        raise ValueError(f"tilejit.softmax: out has shape {tuple(out.shape)}, x {tuple(x.shape)}")
+    if out.get_device() != device:
+        raise ValueError(f"tilejit.softmax: out is on {out.device}, x on {x.device}")
+    if len(out.shape) == 2 and out.stride(1) == 1:
+        return out.stride(0)
+    return _matrix_of_tensor(out, "out")[2]
+
+
+def _softmax_tensor(torch, x, out, options, stream):
+    """The torch path. The common case, a 2-D CUDA tensor of a supported
+    dtype with a contiguous last dimension, costs a few attribute reads;
+    anything else goes through _tensor_layout, which names what is wrong."""
+    dtype = (_torch_dtypes or _init_torch(torch)).get(x.dtype)
+    shape = x.shape
+    if dtype is not None and len(shape) == 2 and x.is_cuda and x.stride(1) == 1:
+        m, n = shape
+        x_stride = x.stride(0)
+    else:
+        m, n, x_stride = _tensor_layout(x, dtype)
+    device = x.get_device()
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        y_stride = n
+    elif out is x:
+        y_stride = x_stride
+    else:
+        y_stride = _out_stride(torch, x, out, device)
+    ctx = _contexts.get(device) or _context(device)
+    if stream is None:
+        stream = _raw_stream(device)
+    status = _tj_softmax(ctx, dtype, m, n, out.data_ptr(), y_stride, x.data_ptr(), x_stride,
+                         stream, options)
+    if status:
+        raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
+    return out
+
+
+# ------------------------------------- softmax on __cuda_array_interface__
+
+
+def _interface_dtype(iface, what):
+    """tj_dtype of an interface: '<f4', '<f2', or bfloat16 when the object says
+    so: a 2-byte void typestr whose descr names 'bfloat16', or typestr 'bf16'."""
+    typestr = iface.get("typestr", "")
+    if typestr in ("<f4", "=f4"):
+        return 0
+    if typestr in ("<f2", "=f2"):
+        return 1
+    if typestr.lower() in ("bf16", "bfloat16", "<bf16"):
+        return 2
+    if typestr in ("<V2", "|V2"):
+        names = [str(field[0]).lower() for field in iface.get("descr") or ()]
+        if names and names[0] in ("bfloat16", "bf16"):
+            return 2
+    raise TypeError(f"tilejit.softmax: {what} has typestr {typestr!r}; tilejit takes '<f4', "
+                    "'<f2' and bfloat16 (typestr '<V2' with descr [('bfloat16', '<V2')])")
+
+
+def _interface_matrix(obj, what, writable):
+    """(dtype, shape, m, n, row stride in elements, pointer, stream) of an
+    object with __cuda_array_interface__."""
+    iface = getattr(obj, "__cuda_array_interface__", None)
+    if not isinstance(iface, dict):
+        raise TypeError(f"tilejit.softmax: {what} ({type(obj).__name__}) is neither a torch "
+                        "tensor nor an object with __cuda_array_interface__")
+    if iface.get("mask") is not None:
+        raise ValueError(f"tilejit.softmax: {what} has a mask; masked arrays are not supported")
+    dtype = _interface_dtype(iface, what)
+    size = _DTYPE_SIZES[dtype]
+    shape = tuple(iface["shape"])
+    strides = iface.get("strides")
+    strides = tuple(strides) if strides is not None else None
+    if len(shape) not in (1, 2):
+        raise ValueError(f"tilejit.softmax: {what} must be 1-D or 2-D, not {len(shape)}-D")
+    m, n = (1, shape[0]) if len(shape) == 1 else shape
+    if strides is None:
+        row_bytes, col_bytes = n * size, size
+    else:
+        row_bytes, col_bytes = (n * size, strides[0]) if len(shape) == 1 else strides
+    if n > 1 and col_bytes != size:
+        raise ValueError(f"tilejit.softmax: {what}'s last dimension is not contiguous "
+                         f"(strides {strides} bytes)")
+    if row_bytes % size:
+        raise ValueError(f"tilejit.softmax: {what}'s row stride {row_bytes} is not a "
+                         f"multiple of the element size {size}")
+    pointer, readonly = iface["data"]
+    if writable and readonly:
+        raise ValueError(f"tilejit.softmax: {what} is read-only")
+    stream = iface.get("stream")
+    return dtype, shape, m, n, row_bytes // size, pointer or 0, stream or 0
+
+
+def _softmax_interface(x, out, options, stream):
+    dtype, shape, m, n, x_stride, x_ptr, x_stream = _interface_matrix(x, "x", False)
+    device = _default_device()
+    ctx = _context(device)
+    if out is None:
+        out = DeviceArray(shape, _DTYPE_NAMES[dtype], device=device)
+    y_dtype, _, y_m, y_n, y_stride, y_ptr, _ = _interface_matrix(out, "out", True)
+    if y_dtype != dtype:
+        raise TypeError(f"tilejit.softmax: out is {_DTYPE_NAMES[y_dtype]} but x is "
+                        f"{_DTYPE_NAMES[dtype]}")
+    if (y_m, y_n) != (m, n):
+        raise ValueError(f"tilejit.softmax: out is {y_m}x{y_n}, x {m}x{n}")
+    if stream is None:
+        stream = x_stream
+    status = _tj_softmax(ctx, dtype, m, n, y_ptr, y_stride, x_ptr, x_stride, stream, options)
+    _check(status, ctx)
+    if isinstance(out, DeviceArray):
+        out._stream = stream or 1
+    return out
+
+
+def softmax(x, out=None, *, num_warps=0, backend="ptx", template="auto", stream=None):
+    """out = softmax(x) over the last dimension; returns out.
+
+    x: a CUDA torch tensor or an object with __cuda_array_interface__,
+    1-D (one row) or 2-D, float32/float16/bfloat16, last dimension
+    contiguous, any row stride. out: None (a new contiguous array: a torch
+    tensor for torch input, else a DeviceArray), an array like x, or x
+    itself (in place). num_warps: 0 (tilejit's choice) or 1..32, a power of
+    two. backend: "ptx" or "nvrtc". template: "auto", "single", "online".
+    stream: a CUstream as an int; by default torch's current stream for
+    torch tensors, else the interface's 'stream' (the legacy default stream
+    when it has none). The launch is asynchronous on that stream.
+    """
+    try:
+        options = _OPTIONS[(num_warps, backend, template)]
+    except KeyError:
+        options = _options(num_warps, backend, template)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _softmax_tensor(torch, x, out, options, stream)
+    return _softmax_interface(x, out, options, stream)
+
+
+def _prepared_softmax(x, out):
+    """A zero-argument callable that makes only the foreign call softmax(x,
+    out=out) would make (torch tensors): for measuring the binding's own
+    share of the host time per launch."""
+    torch = sys.modules["torch"]
+    softmax(x, out=out)  # validates, creates the context and compiles
+    dtype = (_torch_dtypes or _init_torch(torch))[x.dtype]
+    m, n, x_stride = _matrix_of_tensor(x, "x")
+    y_stride = _matrix_of_tensor(out, "out")[2]
+    device = x.get_device()
+    args = (_contexts[device], dtype, m, n, out.data_ptr(), y_stride, x.data_ptr(), x_stride,
+            _raw_stream(device), None)
+    return lambda: _tj_softmax(*args)
+
+
+# ------------------------------------------------------------ DeviceArray
+
+
+class DeviceArray:
+    """Device memory from tj_device_alloc, exposing __cuda_array_interface__:
+    what softmax returns for non-torch input without out. Contiguous."""
+
+    def __init__(self, shape, dtype="f32", device=None):
+        self.shape = tuple(int(s) for s in ((shape,) if isinstance(shape, int) else shape))
+        if any(s < 0 for s in self.shape):
+            raise ValueError(f"tilejit.DeviceArray: negative shape {self.shape}")
+        self.dtype = _DTYPE_NAMES[_dtype_code(dtype)]
+        self.itemsize = _DTYPE_SIZES[_dtype_code(dtype)]
+        count = 1
+        for s in self.shape:
+            count *= s
+        self.nbytes = count * self.itemsize
+        self._ctx = _context(_ordinal(device))
+        self._stream = None
+        self.ptr = 0
+        pointer = _U64(0)
+        if self.nbytes:
+            _check(_lib.tj_device_alloc(self._ctx, self.nbytes, ctypes.byref(pointer)), self._ctx)
+        self.ptr = pointer.value
+
+    def __del__(self):
+        pointer, self.ptr = getattr(self, "ptr", 0), 0
+        if pointer:
+            try:
+                _lib.tj_device_free(self._ctx, pointer)
+            except Exception:  # interpreter shutdown: the process frees it
+                pass
+
+    @property
+    def __cuda_array_interface__(self):
+        typestr = {"f32": "<f4", "f16": "<f2", "bf16": "<V2"}[self.dtype]
+        descr = [("bfloat16" if self.dtype == "bf16" else "", typestr)]
+        return {"shape": self.shape, "typestr": typestr, "descr": descr, "strides": None,
+                "data": (self.ptr, False), "version": 3, "stream": self._stream}
+
+    def copy_from_host(self, data):
+        """Copies a bytes-like object of exactly nbytes to the device (synchronous)."""
+        view = memoryview(data).cast("B")
+        if view.nbytes != self.nbytes:
+            raise ValueError(f"tilejit.DeviceArray: {view.nbytes} bytes given, {self.nbytes} held")
+        if self.nbytes:
+            buffer = (ctypes.c_char * self.nbytes).from_buffer_copy(view)
+            _check(_lib.tj_copy_to_device(self._ctx, self.ptr, buffer, self.nbytes), self._ctx)
+
+    def copy_to_host(self):
+        """Waits for the context's work, then returns the contents as bytes."""
+        buffer = ctypes.create_string_buffer(self.nbytes)
+        if self.nbytes:
+            _check(_lib.tj_context_synchronize(self._ctx), self._ctx)
+            _check(_lib.tj_copy_to_host(self._ctx, buffer, self.ptr, self.nbytes), self._ctx)
+        return buffer.raw
+
+    def __repr__(self):
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype!r}, ptr={self.ptr:#x})"
+
+
+# --------------------------------------------------------------- dump_ptx
+
+
+def _take_string(pointer):
+    try:
+        return ctypes.string_at(pointer.value).decode("utf-8", "replace")
+    finally:
+        _lib.tj_free(pointer)
+
+
+def dump_ptx(n, dtype="f32", num_warps=0, arch=90, *, align=16, backend="ptx", emit="ptx"):
+    """The code tilejit generates for softmax over rows of n elements: PTX
+    (emit="ptx", from backend "ptx" or "nvrtc") or CUDA C (emit="cuda").
+    align is the byte alignment of pointers and row strides to specialize
+    for (16 is what tilejit.softmax picks for torch's allocations). Needs no
+    GPU; backend "nvrtc" needs libnvrtc."""
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"tilejit.dump_ptx: n must be an int >= 0, not {n!r}")
+    code = _dtype_code(dtype)
+    emitter = {("ptx", "ptx"): _lib.tj_emit_ptx, ("nvrtc", "ptx"): _lib.tj_nvrtc_ptx,
+               ("ptx", "cuda"): _lib.tj_emit_cuda, ("nvrtc", "cuda"): _lib.tj_emit_cuda}
+    emit_fn = emitter.get((backend, emit))
+    if emit_fn is None:
+        raise ValueError(f"tilejit.dump_ptx: backend must be 'ptx' or 'nvrtc' and emit 'ptx' "
+                         f"or 'cuda', not {backend!r}, {emit!r}")
+    program = _VP()
+    status = _lib.tj_softmax_program(_TEMPLATES["auto"], n, ctypes.byref(program))
+    try:
+        if status:
+            message = _text(_lib.tj_program_error(program)) if program.value else ""
+            raise Error(status, message or f"tj_softmax_program: {_status_name(status)} (n = {n})")
+        return _emit_softmax(program, code, n, num_warps, align, arch, emit_fn)
+    finally:
+        _lib.tj_program_destroy(program)
+
+
+def _emit_softmax(program, dtype, n, num_warps, align, arch, emit_fn):
+    options = _SpecOptions()
+    status = _lib.tj_softmax_spec_options(_TEMPLATES["auto"], dtype, n, ctypes.byref(options))
+    if status:
+        raise Error(status, f"tj_softmax_spec_options: no specialization for n = {n}")
+    options.num_warps = num_warps
+    options.align = align
+    spec = _VP()
+    status = _lib.tj_specialize(program, ctypes.byref(options), ctypes.byref(spec))
+    try:
+        if status:
+            raise Error(status, _text(_lib.tj_program_error(program)) or _status_name(status))
+        text = _VP()
+        codegen = _CodegenOptions(arch=arch)
+        status = emit_fn(spec, ctypes.byref(codegen), ctypes.byref(text), None)
+        if status:
+            raise Error(status, _text(_lib.tj_spec_error(spec)) or _status_name(status))
+        return _take_string(text)
+    finally:
+        _lib.tj_spec_destroy(spec)

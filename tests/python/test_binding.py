@@ -1,0 +1,506 @@
+"""Tests of the Python binding (python/tilejit.py). A plain script, no pytest:
+
+    TILEJIT_LIBRARY=build/libtilejit.so python3 tests/python/test_binding.py
+
+Host checks run anywhere the library loads: dump_ptx (and ptxas on its
+output when a ptxas is found), and the no-driver path (a subprocess with
+TILEJIT_LIBCUDA=/nonexistent must get tilejit.Error NO_DRIVER). GPU checks
+need torch with CUDA: f32/f16/bf16 softmax against a float64 CPU reference
+with the project's testing tolerances, NaN-poisoned outputs, strided
+rows, in place, streams, __cuda_array_interface__ objects, concurrent first
+use, and the errors each bad input must raise.
+
+Exit status: 0 all passed; 1 a check failed; 77 the host checks passed but
+there is no torch or no CUDA device, so the GPU checks were skipped.
+"""
+
+import ctypes
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import tilejit  # noqa: E402
+
+SKIP = 77
+TOLERANCES = {"f32": (1.3e-6, 1e-5), "f16": (1e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}
+WIDTHS = [1, 2, 3, 7, 31, 32, 33, 100, 127, 128, 500, 513, 777, 1000, 1023, 1024, 1025, 2047,
+          4096, 4099, 8192, 16384, 32768, 32769, 65536, 100003]
+
+torch = None  # imported by gpu_available()
+_results = []  # (name, passed, note)
+
+
+def expect(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def expect_raises(kinds, fn, *fragments):
+    """fn() must raise one of kinds, with every fragment in its message."""
+    try:
+        fn()
+    except kinds as e:
+        text = str(e)
+        for fragment in fragments:
+            expect(fragment.lower() in text.lower(), f"message {text!r} lacks {fragment!r}")
+        return e
+    raise AssertionError(f"no {kinds} raised")
+
+
+def run(name, fn):
+    start = time.perf_counter()
+    try:
+        note = fn() or ""
+        _results.append((name, True, note))
+        print(f"PASS {name} ({time.perf_counter() - start:.2f} s) {note}", flush=True)
+    except Exception as e:  # a failed check or an unexpected error
+        _results.append((name, False, str(e)))
+        print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
+        if not isinstance(e, AssertionError):
+            traceback.print_exc(file=sys.stdout)
+            sys.stdout.flush()
+
+
+# ------------------------------------------------------------ host checks
+
+
+def find_ptxas():
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    try:
+        import triton  # its wheel ships a ptxas
+        candidate = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
+                                 "ptxas")
+        return candidate if os.access(candidate, os.X_OK) else None
+    except Exception:
+        return None
+
+
+def test_dump_ptx():
+    for n in (1, 32, 1000, 4096, 32768, 32769, 262144):
+        for dtype in ("f32", "f16", "bf16"):
+            ptx = tilejit.dump_ptx(n, dtype)
+            expect(".entry" in ptx and ".target sm_90" in ptx, f"n={n} {dtype}: no entry/target")
+            expect(ptx == tilejit.dump_ptx(n, dtype), f"n={n} {dtype}: output not deterministic")
+    expect(".target sm_80" in tilejit.dump_ptx(1000, arch=80), "arch=80 not honoured")
+    expect("__global__" in tilejit.dump_ptx(1000, emit="cuda"), "emit='cuda' gave no kernel")
+    e = expect_raises(tilejit.Error, lambda: tilejit.dump_ptx(1000, num_warps=3), "num_warps")
+    expect(e.status == tilejit.Status.INVALID_ARGUMENT, f"status {e.status!r}")
+    expect_raises(TypeError, lambda: tilejit.dump_ptx(1000, "f64"))
+    expect_raises(ValueError, lambda: tilejit.dump_ptx(1000, backend="llvm"))
+    expect(tilejit.version() == "0.1.0", f"version {tilejit.version()!r}")
+
+
+def test_ptxas_accepts_dump():
+    ptxas = find_ptxas()
+    if not ptxas:
+        return "(skipped: no ptxas)"
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, dtype in ((32, "f32"), (1000, "f16"), (4096, "bf16"), (100003, "f32")):
+            path = os.path.join(tmp, "k.ptx")
+            with open(path, "w") as f:
+                f.write(tilejit.dump_ptx(n, dtype))
+            done = subprocess.run([ptxas, "-arch=sm_90", path, "-o", os.path.join(tmp, "k.o")],
+                                  capture_output=True, text=True)
+            expect(done.returncode == 0, f"ptxas rejected n={n} {dtype}: {done.stderr[-2000:]}")
+    return f"({os.path.basename(ptxas)})"
+
+
+def test_nvrtc_dump():
+    try:
+        ptx = tilejit.dump_ptx(1000, "bf16", backend="nvrtc")
+    except tilejit.Error as e:
+        if e.status == tilejit.Status.NO_NVRTC:
+            return "(skipped: no libnvrtc)"
+        raise
+    expect(".entry" in ptx, "NVRTC PTX has no entry")
+
+
+MIRRORED_STRUCTS = {
+    "tj_context_options": "_ContextOptions", "tj_softmax_options": "_SoftmaxOptions",
+    "tj_device_info": "_DeviceInfo", "tj_cache_stats": "_CacheStats",
+    "tj_spec_options": "_SpecOptions", "tj_codegen_options": "_CodegenOptions",
+}
+
+
+def mirrored_constants():
+    """C expression -> the value the binding uses for it."""
+    constants = {"TJ_DEVICE_CURRENT": tilejit.DEVICE_CURRENT,
+                 "TJ_STATUS_COUNT": len(tilejit.Status)}
+    for status in tilejit.Status:
+        constants["TJ_OK" if status == 0 else f"TJ_ERR_{status.name}"] = int(status)
+    for table, prefix in ((tilejit._BACKENDS, "TJ_BACKEND_"), (tilejit._TEMPLATES, "TJ_SOFTMAX_"),
+                          ({"f32": 0, "f16": 1, "bf16": 2}, "TJ_DTYPE_")):
+        for name, value in table.items():
+            constants[prefix + name.upper()] = value
+    return constants
+
+
+def test_struct_layouts():
+    """The ctypes mirrors match tilejit.h: every size, field offset and
+    constant, printed by a C program compiled against the header."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        return "(skipped: no C compiler)"
+    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "tilejit.h"', "int main(void) {"]
+    expected = []
+    for c_name, py_name in MIRRORED_STRUCTS.items():
+        cls = getattr(tilejit, py_name)
+        lines.append(f'printf("%zu\\n", sizeof({c_name}));')
+        expected.append((f"sizeof({c_name})", ctypes.sizeof(cls)))
+        for field, _ in cls._fields_:
+            lines.append(f'printf("%zu\\n", offsetof({c_name}, {field}));')
+            expected.append((f"offsetof({c_name}, {field})", getattr(cls, field).offset))
+    for expression, value in mirrored_constants().items():
+        lines.append(f'printf("%d\\n", (int)({expression}));')
+        expected.append((expression, value))
+    lines.append(f'printf("%s\\n", TJ_VERSION_STRING);')
+    expected.append(("TJ_VERSION_STRING", tilejit.version()))
+    lines.append("return 0; }")
+    with tempfile.TemporaryDirectory() as tmp:
+        source, program = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+        with open(source, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        done = subprocess.run([cc, "-I", os.path.join(ROOT, "include"), source, "-o", program],
+                              capture_output=True, text=True)
+        expect(done.returncode == 0, f"compiling the layout probe failed: {done.stderr[-2000:]}")
+        printed = subprocess.run([program], capture_output=True, text=True).stdout.split()
+    expect(len(printed) == len(expected), f"probe printed {len(printed)} of {len(expected)}")
+    wrong = [f"{what}: C {c}, binding {py}" for (what, py), c in zip(expected, printed)
+             if str(py) != c]
+    expect(not wrong, "the binding disagrees with tilejit.h: " + "; ".join(wrong))
+    return f"({len(expected)} values)"
+
+
+NO_DRIVER_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import tilejit
+assert ".entry" in tilejit.dump_ptx(1000)  # PTX generation needs no driver
+calls = [tilejit.device_info]
+try:
+    import torch
+    if torch.cuda.is_available():
+        x = torch.randn(4, 100, device="cuda")
+        calls.append(lambda: tilejit.softmax(x))
+except ImportError:
+    pass
+for call in calls:
+    try:
+        call()
+        print("NO ERROR")
+    except tilejit.Error as e:
+        print(e.status.name, "|", e.message)
+"""
+
+
+def test_no_driver():
+    env = dict(os.environ, TILEJIT_LIBCUDA="/nonexistent/libcuda.so.1")
+    done = subprocess.run([sys.executable, "-c", NO_DRIVER_CHILD, os.path.join(ROOT, "python")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    expect(done.returncode == 0, f"child failed: {done.stderr[-2000:]}")
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    expect(lines, "child printed nothing")
+    for line in lines:
+        expect(line.startswith("NO_DRIVER |"), f"expected NO_DRIVER, got {line!r}")
+        expect("no cuda driver" in line.lower() and "/nonexistent" in line, f"message {line!r}")
+    return f"({len(lines)} call{'s' if len(lines) > 1 else ''})"
+
+
+# -------------------------------------------------------------- GPU helpers
+
+
+def gpu_available():
+    global torch
+    try:
+        import torch as imported
+    except ImportError:
+        return "torch is not installed"
+    torch = imported
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    return None
+
+
+def dtype_of(name):
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def fresh(m, n, name, device="cuda"):
+    """Random rows scaled by 3 around a per-row offset (0, +100 or a large
+    negative one), so that the max subtraction matters."""
+    big = -1e4 if name == "f16" else -1e7
+    offsets = torch.tensor([0.0, 100.0, big])[torch.randint(0, 3, (m,))]
+    x = torch.randn(m, n) * 3 + offsets[:, None]
+    return x.to(dtype_of(name)).to(device)
+
+
+def poisoned_like(x):
+    return torch.full(x.shape, float("nan"), dtype=x.dtype, device=x.device)
+
+
+def reference(x):
+    return torch.softmax(x.detach().cpu().double(), dim=-1)
+
+
+def expect_close(out, ref, name, what):
+    """|out - ref| <= atol + rtol |ref| everywhere; NaN (unwritten) fails."""
+    rtol, atol = TOLERANCES[name]
+    got = out.detach().cpu().double().reshape(ref.shape)
+    error = (got - ref).abs()
+    bad = ~(error <= atol + rtol * ref.abs())
+    if bool(bad.any()):
+        count = int(bad.sum())
+        nans = int(torch.isnan(got).sum())
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        raise AssertionError(f"{what}: {count} elements out of tolerance ({nans} NaN); first at "
+                             f"{index}: got {float(got[index])}, want {float(ref[index])}")
+
+
+def interface_of(t, stream=None):
+    """A __cuda_array_interface__ v3 dict for tensor t, written by hand
+    (strides always given, bfloat16 named in descr)."""
+    typestr = {torch.float32: "<f4", torch.float16: "<f2", torch.bfloat16: "<V2",
+               torch.float64: "<f8"}[t.dtype]
+    descr = [("bfloat16" if t.dtype == torch.bfloat16 else "", typestr)]
+    size = t.element_size()
+    return {"shape": tuple(t.shape), "strides": tuple(s * size for s in t.stride()),
+            "typestr": typestr, "descr": descr, "data": (t.data_ptr(), False), "version": 3,
+            "stream": stream}
+
+
+class Wrapped:
+    """A non-torch object exposing a tensor through __cuda_array_interface__."""
+
+    def __init__(self, t, stream=None, use_torch_interface=False):
+        self.tensor = t
+        self.__cuda_array_interface__ = (t.__cuda_array_interface__ if use_torch_interface
+                                         else interface_of(t, stream))
+
+
+# ---------------------------------------------------------------- GPU checks
+
+
+def test_concurrent_first_use():
+    """Threads racing on the first call: one context, one compile, all right."""
+    n, count = 777, 8
+    xs = [fresh(33, n, "f32") for _ in range(count)]
+    outs = [poisoned_like(x) for x in xs]
+    torch.cuda.synchronize()
+    barrier = threading.Barrier(count)
+    errors = []
+
+    def worker(i):
+        try:
+            barrier.wait()
+            tilejit.softmax(xs[i], out=outs[i])
+        except Exception as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    expect(not errors, f"threads raised: {errors}")
+    for x, out in zip(xs, outs):
+        expect_close(out, reference(x), "f32", "threaded call")
+    device = torch.cuda.current_device()
+    contexts = {id(c) for key, c in tilejit._contexts.items() if key in (device, -1)}
+    expect(len(contexts) == 1, f"{len(contexts)} contexts for one device")
+    stats = tilejit.cache_stats()
+    expect(stats["misses"] == 1, f"{stats['misses']} compiles for one key: {stats}")
+
+
+def test_dtypes_and_widths():
+    checked = 0
+    for name in ("f32", "f16", "bf16"):
+        for n in WIDTHS:
+            m = 67 if n <= 4096 else 3
+            x = fresh(m, n, name)
+            ref = reference(x)
+            out = poisoned_like(x)
+            expect(tilejit.softmax(x, out=out) is out, "softmax did not return out")
+            expect_close(out, ref, name, f"{name} {m}x{n} out=")
+            expect_close(tilejit.softmax(x), ref, name, f"{name} {m}x{n} allocated")
+            checked += 1
+    return f"({checked} shapes x 2)"
+
+
+def test_strided_rows():
+    """x and out are column slices of wider, NaN-poisoned buffers: the rows
+    are strided and offset, and nothing outside out may be written."""
+    for name in ("f32", "f16", "bf16"):
+        for n, pad in ((100, 28), (1000, 1), (4096, 8), (40000, 3)):
+            wide = fresh(19, n + pad, name)
+            before = wide.clone()
+            x = wide[:, pad:]
+            out_wide = torch.full((19, n + 2 * pad + 5), float("nan"), dtype=wide.dtype,
+                                  device="cuda")
+            out = out_wide[:, pad + 1:pad + 1 + n]
+            tilejit.softmax(x, out=out)
+            expect_close(out, reference(x), name, f"{name} strided n={n}")
+            outside = torch.cat([out_wide[:, :pad + 1], out_wide[:, pad + 1 + n:]], dim=1)
+            expect(bool(torch.isnan(outside).all()), f"{name} n={n}: wrote outside out")
+            expect(torch.equal(wide, before), f"{name} n={n}: x was modified")
+
+
+def test_in_place_and_shapes():
+    for name in ("f32", "f16", "bf16"):
+        x = fresh(50, 1000, name)
+        ref = reference(x)
+        expect(tilejit.softmax(x, out=x) is x, "in place did not return x")
+        expect_close(x, ref, name, f"{name} in place")
+        wide = fresh(10, 600, name)
+        x = wide[:, :500]
+        ref = reference(x)
+        tilejit.softmax(x, out=x)
+        expect_close(x, ref, name, f"{name} strided in place")
+    row = fresh(1, 3000, "f32")[0]
+    expect_close(tilejit.softmax(row), reference(row), "f32", "1-D")
+    for shape in ((0, 100), (5, 0), (0,)):
+        empty = torch.empty(shape, device="cuda")
+        expect(tuple(tilejit.softmax(empty).shape) == shape, f"empty {shape}")
+
+
+def test_streams():
+    """The launch goes on torch's current stream: work queued just before on
+    a side stream, with no synchronization, must be seen."""
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x = fresh(256, 4096, "f32")
+        for _ in range(20):  # keep the stream busy before x's final value
+            x.mul_(1.0)
+        x.add_(1.0)
+        y = tilejit.softmax(x)
+    side.synchronize()
+    expect_close(y, reference(x), "f32", "side stream")
+    explicit = torch.cuda.Stream()
+    x = fresh(8, 1000, "f32")
+    out = poisoned_like(x)
+    torch.cuda.synchronize()  # torch's streams do not wait for the default stream
+    tilejit.softmax(x, out=out, stream=explicit.cuda_stream)
+    explicit.synchronize()
+    expect_close(out, reference(x), "f32", "stream=")
+
+
+def test_interface_objects():
+    for name in ("f32", "f16", "bf16"):
+        wide = fresh(40, 1100, name)
+        x = wide[:, 50:1050]
+        ref = reference(x)
+        out = poisoned_like(x)
+        stream = torch.cuda.current_stream().cuda_stream or 1  # CAI: 1 is the legacy stream
+        result = tilejit.softmax(Wrapped(x, stream), out=Wrapped(out))
+        expect(isinstance(result, Wrapped), "out= was not returned")
+        torch.cuda.synchronize()
+        expect_close(out, ref, name, f"{name} interface out=")
+        array = tilejit.softmax(Wrapped(x))
+        expect(isinstance(array, tilejit.DeviceArray), f"got {type(array).__name__}")
+        expect(array.shape == (40, 1000), f"DeviceArray shape {array.shape}")
+        raw = bytearray(array.copy_to_host())
+        got = torch.frombuffer(raw, dtype=dtype_of(name)).reshape(40, 1000)
+        expect_close(got, ref, name, f"{name} interface -> DeviceArray")
+    x = fresh(12, 345, "f32")
+    result = tilejit.softmax(Wrapped(x, use_torch_interface=True))
+    got = torch.frombuffer(bytearray(result.copy_to_host()), dtype=torch.float32)
+    expect_close(got, reference(x), "f32", "torch's own interface -> DeviceArray")
+    if importlib.util.find_spec("numpy") is None:  # torch reads an interface through numpy
+        return "(torch.as_tensor(DeviceArray) skipped: no numpy)"
+    view = torch.as_tensor(result, device="cuda").clone()
+    expect_close(view, reference(x), "f32", "DeviceArray -> torch.as_tensor")
+
+
+def test_nvrtc_backend():
+    for name in ("f32", "bf16"):
+        for n in (1000, 40000):
+            x = fresh(9, n, name)
+            try:
+                y = tilejit.softmax(x, backend="nvrtc")
+            except tilejit.Error as e:
+                if e.status == tilejit.Status.NO_NVRTC:
+                    return f"(skipped: {e.message})"
+                raise
+            expect_close(y, reference(x), name, f"nvrtc {name} n={n}")
+
+
+def test_options():
+    x = fresh(20, 1000, "f32")
+    ref = reference(x)
+    for warps in (1, 2, 4, 8, 16, 32):
+        expect_close(tilejit.softmax(x, num_warps=warps), ref, "f32", f"num_warps={warps}")
+    for template in ("single", "online"):
+        expect_close(tilejit.softmax(x, template=template), ref, "f32", f"template={template}")
+
+
+def test_errors():
+    x = fresh(4, 100, "f32")
+    expect_raises(ValueError, lambda: tilejit.softmax(x.reshape(2, 2, 100)), "3-D")
+    expect_raises((TypeError, ValueError), lambda: tilejit.softmax(x.cpu()), "cpu")
+    expect_raises(TypeError, lambda: tilejit.softmax(x.double()), "float64")
+    expect_raises(ValueError, lambda: tilejit.softmax(fresh(100, 8, "f32").t()), "contiguous")
+    expect_raises(ValueError, lambda: tilejit.softmax(x, out=torch.empty(4, 101, device="cuda")))
+    expect_raises(TypeError, lambda: tilejit.softmax(x, out=torch.empty_like(x).half()))
+    expect_raises(TypeError, lambda: tilejit.softmax(x, out=[0.0] * 400))
+    expect_raises(TypeError, lambda: tilejit.softmax([1.0, 2.0]))
+    expect_raises(ValueError, lambda: tilejit.softmax(x, backend="llvm"))
+    expect_raises(TypeError, lambda: tilejit.softmax(Wrapped(x.double())))
+    wide = fresh(4, 101, "f32")
+    e = expect_raises(tilejit.Error, lambda: tilejit.softmax(wide[:, :100], out=wide[:, 1:]),
+                      "overlap")
+    expect(e.status == tilejit.Status.INVALID_ARGUMENT, f"status {e.status!r}")
+    expect_raises(tilejit.Error, lambda: tilejit.softmax(x[:1].expand(4, 100)), "stride")
+    expect_raises(tilejit.Error, lambda: tilejit.softmax(x, num_warps=3), "num_warps")
+
+
+def test_info():
+    info = tilejit.device_info()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    expect(info["name"] == props.name, f"name {info['name']!r} != {props.name!r}")
+    expect(info["arch"] == 10 * props.major + props.minor, f"arch {info['arch']}")
+    expect(info["sm_count"] == props.multi_processor_count, f"sm_count {info['sm_count']}")
+    stats = tilejit.cache_stats()
+    expect(stats["entries"] > 0 and stats["hits"] > 0, f"cache stats {stats}")
+    return f"({info['name']}, sm_{info['arch']}, {stats['entries']} kernels, " \
+           f"codegen {stats['codegen_us']:.0f} us, JIT {stats['jit_ms']:.0f} ms in all)"
+
+
+def main():
+    print(f"tilejit {tilejit.version()} from {os.path.basename(tilejit.library_path)}", flush=True)
+    for test in (test_struct_layouts, test_dump_ptx, test_ptxas_accepts_dump, test_nvrtc_dump,
+                 test_no_driver):
+        run(test.__name__, test)
+    why = gpu_available()
+    if why is None:
+        seed = int.from_bytes(os.urandom(4), "little")
+        torch.manual_seed(seed)
+        print(f"GPU checks on {torch.cuda.get_device_name()} (torch {torch.__version__}, "
+              f"seed {seed})", flush=True)
+        for test in (test_concurrent_first_use, test_dtypes_and_widths, test_strided_rows,
+                     test_in_place_and_shapes, test_streams, test_interface_objects,
+                     test_nvrtc_backend, test_options, test_errors, test_info):
+            run(test.__name__, test)
+    failed = [name for name, ok, _ in _results if not ok]
+    print(f"{len(_results) - len(failed)} passed, {len(failed)} failed"
+          + (f": {', '.join(failed)}" if failed else ""), flush=True)
+    if failed:
+        return 1
+    if why is not None:
+        print(f"GPU checks skipped: {why}", flush=True)
+        return SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
