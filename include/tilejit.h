@@ -128,8 +128,8 @@ static inline tj_type tj_tile_type(tj_elem e, int len_const) {
   X(MAX, "max", 2, 2, ELEMENTWISE, ARITH, "max(a, b); a NaN operand yields the other (fmaxf)")     \
   X(MIN, "min", 2, 2, ELEMENTWISE, ARITH, "min(a, b); a NaN operand yields the other (fminf)")     \
   X(NEG, "neg", 1, 1, ELEMENTWISE, ARITH, "-a")                                                    \
-  X(EXP, "exp", 1, 1, ELEMENTWISE, FLOAT1, "e^a")                                                  \
-  X(EXP2, "exp2", 1, 1, ELEMENTWISE, FLOAT1, "2^a")                                                \
+  X(EXP, "exp", 1, 1, ELEMENTWISE, FLOAT1, "e^a; a subnormal result is flushed to 0")                                                  \
+  X(EXP2, "exp2", 1, 1, ELEMENTWISE, FLOAT1, "2^a; a subnormal result is flushed to 0")                                                \
   X(LOG, "log", 1, 1, ELEMENTWISE, FLOAT1, "natural logarithm of a")                               \
   X(LT, "lt", 2, 2, ELEMENTWISE, COMPARE, "a < b (false if either is NaN)")                        \
   X(LE, "le", 2, 2, ELEMENTWISE, COMPARE, "a <= b (false if either is NaN)")                       \
@@ -383,10 +383,10 @@ typedef struct tj_context_options {
 typedef struct tj_device_info {
   char name[128];
   int ordinal;
-  int arch;             /* the device's compute capability, 10*major+minor */
-  int target_arch;      /* the arch kernels are generated for */
-  int ptx_version;      /* the highest PTX ISA the driver accepts */
-  int driver_version;   /* 1000*major + 10*minor (13000 for 13.0) */
+  int arch;           /* the device's compute capability, 10*major+minor */
+  int target_arch;    /* the arch kernels are generated for */
+  int ptx_version;    /* the highest PTX ISA the driver accepts */
+  int driver_version; /* 1000*major + 10*minor (13000 for 13.0) */
   int sm_count;
   int max_threads_per_block;
   int max_threads_per_sm;
@@ -403,8 +403,8 @@ typedef struct tj_cache_stats {
   uint64_t failures;  /* compiles that failed */
   int64_t entries;    /* kernels loaded now */
   int64_t capacity;
-  double codegen_us;  /* total time producing PTX (tj_emit_ptx or NVRTC) */
-  double jit_ms;      /* total driver JIT wall time (CU_JIT_WALL_TIME) */
+  double codegen_us; /* total time producing PTX (tj_emit_ptx or NVRTC) */
+  double jit_ms;     /* total driver JIT wall time (CU_JIT_WALL_TIME) */
 } tj_cache_stats;
 
 /* Creates a context (options NULL: device TJ_DEVICE_CURRENT, defaults).
@@ -462,9 +462,9 @@ tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int
                     int64_t grid, void *stream);
 
 typedef struct tj_softmax_options {
-  int num_warps;                       /* 0 = the default for BLOCK */
-  tj_backend backend;                  /* TJ_BACKEND_PTX (0) or TJ_BACKEND_NVRTC */
-  tj_softmax_template which_template;  /* TJ_SOFTMAX_AUTO (0): by n */
+  int num_warps;                      /* 0 = the default for BLOCK */
+  tj_backend backend;                 /* TJ_BACKEND_PTX (0) or TJ_BACKEND_NVRTC */
+  tj_softmax_template which_template; /* TJ_SOFTMAX_AUTO (0): by n */
 } tj_softmax_options;
 
 /* y = softmax(x) over each row of the m x n row-major matrices x and y of

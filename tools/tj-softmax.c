@@ -11,12 +11,15 @@
  * per-row offset, so the max subtraction matters. The tool prints the max
  * absolute error and the max of |out - ref| / (atol + rtol |ref|) with the
  * tolerances of the testing rules (f32 1.3e-6/1e-5, f16 1e-3/1e-5, bf16
- * 1.6e-2/1e-5), then PASS or FAIL.
+ * 1.6e-2/1e-5), then PASS or FAIL. On the GPU it also prints the compile
+ * time (codegen and driver JIT), the kernel time (CUDA events, the median
+ * of K runs) and the bandwidth, counting 2*M*N*elem bytes.
  *
  * Exit status: 0 within tolerance, 1 not (or a library error), 2 on a usage
- * error.
+ * error or, on the GPU path, without a CUDA driver or GPU.
  */
 #include "tilejit.h"
+#include "runtime/runtime.h" /* the GPU path: the driver table, for events */
 
 #include <errno.h>
 #include <math.h>
@@ -260,11 +263,145 @@ static int run_interp(const Options *o) {
   return rc;
 }
 
+/* ---- the GPU path ------------------------------------------------------ */
+
+/* What a GPU run holds: the context, device copies of x and y, two events. */
+typedef struct Gpu {
+  tj_context *ctx;
+  uint64_t x, y;
+  CuEvent start, stop;
+} Gpu;
+
+static int gpu_error(Gpu *g, const char *what) {
+  fprintf(stderr, "tj-softmax: %s: %s\n", what, tj_context_error(g->ctx));
+  return 1;
+}
+
+/* The context (or exit status 2 without a driver or GPU), buffers, events. */
+static int gpu_open(Gpu *g, const Options *o, size_t bytes) {
+  memset(g, 0, sizeof *g);
+  tj_status st = tj_context_create(NULL, &g->ctx);
+  if (st == TJ_ERR_NO_DRIVER || st == TJ_ERR_NO_DEVICE) {
+    fprintf(stderr, "tj-softmax: %s\n%s: run `tj-softmax --interp -m %lld -n %lld` instead\n",
+            tj_context_error(NULL), st == TJ_ERR_NO_DRIVER ? "no CUDA driver" : "no CUDA GPU",
+            (long long)o->m, (long long)o->n);
+    return 2;
+  }
+  if (st != TJ_OK) return fprintf(stderr, "tj-softmax: %s\n", tj_context_error(NULL)), 1;
+  if (tj_device_alloc(g->ctx, bytes, &g->x) != TJ_OK ||
+      tj_device_alloc(g->ctx, bytes, &g->y) != TJ_OK)
+    return gpu_error(g, "device memory");
+  RtBinding b;
+  if (rt_bind(g->ctx, &b) != TJ_OK) return gpu_error(g, "context");
+  CuResult r = g->ctx->cu->cuEventCreate(&g->start, RT_EVENT_DEFAULT);
+  if (r == RT_CUDA_SUCCESS) r = g->ctx->cu->cuEventCreate(&g->stop, RT_EVENT_DEFAULT);
+  rt_unbind(g->ctx, &b);
+  return r == RT_CUDA_SUCCESS ? 0 : (fprintf(stderr, "tj-softmax: cuEventCreate failed\n"), 1);
+}
+
+static void gpu_close(Gpu *g) {
+  RtBinding b;
+  if (g->ctx && rt_bind(g->ctx, &b) == TJ_OK) {
+    if (g->start) g->ctx->cu->cuEventDestroy(g->start);
+    if (g->stop) g->ctx->cu->cuEventDestroy(g->stop);
+    rt_unbind(g->ctx, &b);
+  }
+  if (g->ctx) {
+    tj_device_free(g->ctx, g->x);
+    tj_device_free(g->ctx, g->y);
+  }
+  tj_context_destroy(g->ctx);
+}
+
+static tj_status gpu_softmax(Gpu *g, const Options *o) {
+  tj_softmax_options so = {(int)o->warps, TJ_BACKEND_PTX, TJ_SOFTMAX_AUTO};
+  return tj_softmax(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, NULL, &so);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int64_t count) {
+  qsort(v, (size_t)count, sizeof *v, compare_doubles);
+  return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
+}
+
+/* One launch between two events; its time in microseconds, or -1. */
+static double gpu_time_one(Gpu *g, const Options *o) {
+  RtBinding b;
+  float ms = -1.0f;
+  if (rt_bind(g->ctx, &b) != TJ_OK) return -1.0;
+  const RtDriver *cu = g->ctx->cu;
+  CuResult r = cu->cuEventRecord(g->start, NULL);
+  tj_status st = r == RT_CUDA_SUCCESS ? gpu_softmax(g, o) : TJ_ERR_DRIVER;
+  if (st == TJ_OK) r = cu->cuEventRecord(g->stop, NULL);
+  if (st == TJ_OK && r == RT_CUDA_SUCCESS) r = cu->cuEventSynchronize(g->stop);
+  if (st == TJ_OK && r == RT_CUDA_SUCCESS) r = cu->cuEventElapsedTime(&ms, g->start, g->stop);
+  rt_unbind(g->ctx, &b);
+  return st == TJ_OK && r == RT_CUDA_SUCCESS ? 1e3 * ms : -1.0;
+}
+
+/* The median kernel time over o->iters launches (after one warm-up). */
+static double gpu_time(Gpu *g, const Options *o) {
+  double *t = malloc((size_t)o->iters * sizeof *t);
+  if (!t || gpu_time_one(g, o) < 0.0) return free(t), -1.0;
+  for (int64_t i = 0; i < o->iters; i++)
+    if ((t[i] = gpu_time_one(g, o)) < 0.0) return free(t), -1.0;
+  double us = median(t, o->iters);
+  free(t);
+  return us;
+}
+
+/* Uploads x and a poisoned y, runs once (compiling), checks, then times. */
+static int gpu_run(Gpu *g, const Options *o, void *x, void *y, size_t bytes) {
+  tj_cache_stats s;
+  Errors e;
+  memset(y, 0xff, bytes); /* NaN in every dtype: unwritten elements fail */
+  if (tj_copy_to_device(g->ctx, g->x, x, bytes) != TJ_OK ||
+      tj_copy_to_device(g->ctx, g->y, y, bytes) != TJ_OK)
+    return gpu_error(g, "upload");
+  double start = seconds();
+  if (gpu_softmax(g, o) != TJ_OK) return gpu_error(g, "tj_softmax");
+  if (tj_context_synchronize(g->ctx) != TJ_OK) return gpu_error(g, "the first run");
+  double first_ms = (seconds() - start) * 1e3;
+  if (tj_copy_to_host(g->ctx, y, g->y, bytes) != TJ_OK) return gpu_error(g, "download");
+  if (!check(x, y, o, &e)) return fprintf(stderr, "tj-softmax: out of memory\n"), 1;
+  tj_context_cache_stats(g->ctx, &s);
+  double us = o->m && o->n ? gpu_time(g, o) : 0.0;
+  if (us < 0.0) return gpu_error(g, "timing");
+  tj_device_info d;
+  tj_context_device_info(g->ctx, &d);
+  double bytes_moved = 2.0 * (double)o->m * (double)o->n * (double)dtype_sizes[o->dtype];
+  printf("tj-softmax: gpu %s M=%lld N=%lld seed=%lld on %s (sm_%d, driver %d.%d)\n",
+         dtype_names[o->dtype], (long long)o->m, (long long)o->n, (long long)o->seed, d.name,
+         d.arch, d.driver_version / 1000, d.driver_version % 1000 / 10);
+  printf("  compile %.2f ms (codegen %.0f us + driver JIT %.2f ms); first call %.2f ms\n",
+         s.codegen_us / 1e3 + s.jit_ms, s.codegen_us, s.jit_ms, first_ms);
+  printf("  kernel %.2f us (median of %lld), %.1f GB/s\n", us, (long long)o->iters,
+         us > 0.0 ? bytes_moved / us * 1e-3 : 0.0);
+  printf("  max abs error %.3g, max error / (atol + rtol |ref|) %.3g (rtol %g, atol %g)\n",
+         e.max_abs, e.max_ratio, tolerances[o->dtype].rtol, tolerances[o->dtype].atol);
+  printf("%s\n", e.bad == 0 ? "PASS" : "FAIL");
+  return e.bad == 0 ? 0 : 1;
+}
+
 /* The GPU path, through the runtime's tj_softmax. */
 static int run_gpu(const Options *o) {
-  (void)o;
-  fprintf(stderr, "tj-softmax: the GPU path needs the runtime; use --interp\n");
-  return 2;
+  size_t count = o->m > 0 && o->n > 0 ? (size_t)(o->m * o->n) : 1,
+         bytes = count * dtype_sizes[o->dtype];
+  void *x = malloc(bytes), *y = malloc(bytes);
+  Gpu g;
+  int rc = x && y ? gpu_open(&g, o, bytes) : (fprintf(stderr, "tj-softmax: out of memory\n"), 1);
+  if (x && y && rc == 0) {
+    fill(x, o);
+    rc = gpu_run(&g, o, x, y, bytes);
+  }
+  if (x && y) gpu_close(&g);
+  free(x);
+  free(y);
+  return rc;
 }
 
 int main(int argc, char **argv) {

@@ -216,8 +216,10 @@ static const BinaryFn binary_fns[TJ_OP_COUNT][CLASS_COUNT] = {
 static Cell neg_i32(Cell a) { return int_cell(wrap32(0 - (uint64_t)a.i)); }
 static Cell neg_i64(Cell a) { return int_cell(wrap64(0 - (uint64_t)a.i)); }
 static Cell neg_f32(Cell a) { return float_cell(-a.f); }
-static Cell exp_f32(Cell a) { return float_cell(expf(a.f)); }
-static Cell exp2_f32(Cell a) { return float_cell(exp2f(a.f)); }
+/* exp and exp2 flush subnormal results to 0, as the GPU's ex2.approx.ftz does. */
+static float flush_subnormal(float v) { return fpclassify(v) == FP_SUBNORMAL ? 0.0f : v; }
+static Cell exp_f32(Cell a) { return float_cell(flush_subnormal(expf(a.f))); }
+static Cell exp2_f32(Cell a) { return float_cell(flush_subnormal(exp2f(a.f))); }
 static Cell log_f32(Cell a) { return float_cell(logf(a.f)); }
 
 static const UnaryFn unary_fns[TJ_OP_COUNT][CLASS_COUNT] = {

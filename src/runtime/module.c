@@ -1,0 +1,422 @@
+/*
+ * module.c — from a specialized program (or hand-written PTX) to a loaded,
+ * checked tj_kernel, through the kernel cache.
+ *
+ *   spec --tj_emit_ptx / tj_nvrtc_ptx--> PTX --cuModuleLoadDataEx--> CUmodule
+ *        --cuModuleGetFunction--> CUfunction + attributes + occupancy
+ *
+ * Loading passes the error and info log buffers (verbose, so the info log
+ * has ptxas's register and spill lines) and asks for the JIT wall time. A
+ * failed load becomes TJ_ERR_DRIVER with the driver's error name and the
+ * ptxas log. Limits the launch must respect (threads per CTA against the
+ * function's maximum, static shared memory against the device's) are
+ * checked once here, so the launch path only compares the grid.
+ *
+ * The cache key is the specialization key plus arch, requested ISA, backend
+ * (with NVRTC's version) and the context id; hand-written PTX is keyed by
+ * its entry and full text. Parameter kinds come from the PTX's .entry list,
+ * one reader for both generated and hand-written kernels.
+ */
+#include "runtime/runtime.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define JIT_LOG_SIZE 16384
+
+/* ---------------------------------------------------------------- keys */
+
+char *rt_key_build(const char *spec_key, const RtKeyParts *parts) {
+  TjBuf b;
+  buf_init(&b);
+  buf_printf(&b, "%s|sm_%d|isa=%d|", spec_key, parts->arch, parts->ptx_version);
+  if (parts->backend == TJ_BACKEND_NVRTC)
+    buf_printf(&b, "nvrtc-%d", parts->nvrtc_version);
+  else
+    buf_puts(&b, "ptx");
+  buf_printf(&b, "|ctx=%llu", (unsigned long long)parts->context_id);
+  return buf_take(&b);
+}
+
+tj_status rt_key_parts(tj_context *ctx, tj_backend backend, RtKeyParts *parts) {
+  memset(parts, 0, sizeof *parts);
+  parts->arch = ctx->info.target_arch;
+  parts->ptx_version = ctx->ptx_request;
+  parts->backend = backend;
+  parts->context_id = ctx->id;
+  if (backend != TJ_BACKEND_NVRTC) return TJ_OK;
+  tj_status st = tj_nvrtc_version(&parts->nvrtc_version);
+  if (st != TJ_OK)
+    return rt_fail(ctx, st, "NVRTC backend: cannot read NVRTC's version (%s)",
+                   tj_status_string(st));
+  return TJ_OK;
+}
+
+/* --------------------------------------------------- reading signatures */
+
+static const char *skip_blank(const char *p) {
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (p[0] == '/' && p[1] == '/') {
+      while (*p && *p != '\n') p++;
+    } else if (p[0] == '/' && p[1] == '*') {
+      const char *end = strstr(p + 2, "*/");
+      p = end ? end + 2 : p + strlen(p);
+    } else {
+      return p;
+    }
+  }
+}
+
+/* The character after "NAME (" of ".entry NAME (", or NULL. */
+static const char *find_entry(const char *ptx, const char *entry) {
+  size_t n = strlen(entry);
+  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 6, ".entry")) {
+    const char *q = skip_blank(p + 6);
+    if (strncmp(q, entry, n) != 0) continue;
+    q = skip_blank(q + n);
+    if (*q == '(') return q + 1;
+  }
+  return NULL;
+}
+
+static const struct {
+  const char *type;
+  RtParamKind kind;
+} param_types[] = {
+    {".u64", RT_PARAM_B64}, {".s64", RT_PARAM_B64}, {".b64", RT_PARAM_B64}, {".u32", RT_PARAM_I32},
+    {".s32", RT_PARAM_I32}, {".b32", RT_PARAM_I32}, {".f32", RT_PARAM_F32}, {".f64", RT_PARAM_F64},
+};
+
+/* Reads ".param .TYPE ... name" at p; returns the text after it or NULL. */
+static const char *read_param(const char *p, uint8_t *kind) {
+  if (strncmp(p, ".param", 6) != 0) return NULL;
+  p = skip_blank(p + 6);
+  size_t len = 0;
+  while (p[len] && !isspace((unsigned char)p[len])) len++;
+  int found = -1;
+  for (size_t i = 0; i < TJ_COUNTOF(param_types); i++)
+    if (strlen(param_types[i].type) == len && strncmp(p, param_types[i].type, len) == 0)
+      found = (int)i;
+  if (found < 0) return NULL;
+  *kind = (uint8_t)param_types[found].kind;
+  while (*p && *p != ',' && *p != ')') p++;
+  return p;
+}
+
+/* .reqntid between the parameter list and the body: "N" or "N, 1[, 1]". */
+static int read_reqntid(const char *p) {
+  const char *body = strchr(p, '{');
+  const char *d = strstr(p, ".reqntid");
+  if (!d || (body && d > body)) return 0;
+  char *end;
+  long x = strtol(d + 8, &end, 10);
+  for (int dim = 0; dim < 2; dim++) {
+    const char *q = skip_blank(end);
+    if (*q != ',') break;
+    if (strtol(q + 1, &end, 10) != 1) return -1;
+  }
+  return x > 0 && x <= 1024 ? (int)x : -1;
+}
+
+bool rt_ptx_signature(const char *ptx, const char *entry, uint8_t *kinds, int *count, int *reqntid,
+                      char *why, size_t why_size) {
+  const char *p = find_entry(ptx, entry);
+  *count = 0;
+  if (!p) {
+    snprintf(why, why_size, "no .entry %s in the PTX", entry);
+    return false;
+  }
+  for (p = skip_blank(p); *p != ')'; p = skip_blank(p)) {
+    if (*count == RT_MAX_PARAMS || !(p = read_param(p, &kinds[*count]))) {
+      snprintf(why, why_size, "parameter %d of %s: not a 32- or 64-bit scalar (or over %d)", *count,
+               entry, RT_MAX_PARAMS);
+      return false;
+    }
+    ++*count;
+    if (*p == ',') p++;
+  }
+  *reqntid = read_reqntid(p + 1);
+  if (*reqntid < 0) {
+    snprintf(why, why_size, "%s: .reqntid must be one dimension of 1 to 1024 threads", entry);
+    return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------- loading */
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static tj_status fail_into(char *error, tj_status st, const char *fmt, ...) TJ_PRINTF(3, 4);
+static tj_status fail_into(char *error, tj_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(error, RT_ERROR_MAX, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static tj_status driver_fail_into(tj_context *ctx, char *error, const char *call, CuResult r,
+                                  const char *log) {
+  char name[256];
+  rt_driver_describe(ctx->cu, r, name, sizeof name);
+  return fail_into(error, TJ_ERR_DRIVER, "%s failed: %s%s%s", call, name, log && *log ? "\n" : "",
+                   log ? log : "");
+}
+
+/* cuModuleLoadDataEx with both logs and the wall time; ctx is bound. */
+static tj_status load_module(tj_context *ctx, const char *ptx, tj_kernel *k, double *jit_ms,
+                             char *error) {
+  char error_log[JIT_LOG_SIZE] = "";
+  if (!(k->log = tj_alloc(JIT_LOG_SIZE)))
+    return fail_into(error, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  int options[] = {RT_JIT_WALL_TIME,
+                   RT_JIT_INFO_LOG_BUFFER,
+                   RT_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                   RT_JIT_ERROR_LOG_BUFFER,
+                   RT_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                   RT_JIT_LOG_VERBOSE};
+  void *values[] = {NULL,
+                    k->log,
+                    (void *)(uintptr_t)JIT_LOG_SIZE,
+                    error_log,
+                    (void *)(uintptr_t)JIT_LOG_SIZE,
+                    (void *)(uintptr_t)1};
+  CuResult r =
+      ctx->cu->cuModuleLoadDataEx(&k->module, ptx, (unsigned)TJ_COUNTOF(options), options, values);
+  float wall = 0; /* CU_JIT_WALL_TIME overwrites its value slot with a float */
+  memcpy(&wall, &values[0], sizeof wall);
+  *jit_ms = wall;
+  if (r != RT_CUDA_SUCCESS) {
+    k->module = NULL;
+    return driver_fail_into(ctx, error, "cuModuleLoadDataEx", r, error_log);
+  }
+  return TJ_OK;
+}
+
+/* The function, its attributes, and the checks a launch relies on. */
+static tj_status inspect_function(tj_context *ctx, tj_kernel *k, char *error) {
+  const RtDriver *cu = ctx->cu;
+  tj_kernel_report *rep = &k->report;
+  int max_threads = 0, shared = 0, per_sm = 0;
+  CuResult r = cu->cuModuleGetFunction(&k->function, k->module, rep->info.entry);
+  if (r != RT_CUDA_SUCCESS) return driver_fail_into(ctx, error, "cuModuleGetFunction", r, NULL);
+  r = cu->cuFuncGetAttribute(&rep->registers, RT_FUNC_NUM_REGS, k->function);
+  if (!r) r = cu->cuFuncGetAttribute(&rep->local_bytes, RT_FUNC_LOCAL_SIZE_BYTES, k->function);
+  if (!r) r = cu->cuFuncGetAttribute(&max_threads, RT_FUNC_MAX_THREADS_PER_BLOCK, k->function);
+  if (!r) r = cu->cuFuncGetAttribute(&shared, RT_FUNC_SHARED_SIZE_BYTES, k->function);
+  if (r != RT_CUDA_SUCCESS) return driver_fail_into(ctx, error, "cuFuncGetAttribute", r, NULL);
+  rep->info.shared_bytes = shared;
+  if (rep->info.threads < 1 || rep->info.threads > max_threads)
+    return fail_into(error, TJ_ERR_UNSUPPORTED,
+                     "%s: %d threads per CTA, but the function allows %d (%d registers per thread)",
+                     rep->info.entry, rep->info.threads, max_threads, rep->registers);
+  if (shared > ctx->info.max_shared_per_block)
+    return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: %d bytes of shared memory, the device has %d",
+                     rep->info.entry, shared, ctx->info.max_shared_per_block);
+  r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->function, rep->info.threads, 0);
+  if (r != RT_CUDA_SUCCESS)
+    return driver_fail_into(ctx, error, "cuOccupancyMaxActiveBlocksPerMultiprocessor", r, NULL);
+  if (per_sm < 1)
+    return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: no CTA of %d threads fits on an SM",
+                     rep->info.entry, rep->info.threads);
+  int64_t ctas = (int64_t)per_sm * ctx->info.sm_count;
+  rep->max_ctas = (int)(ctas < ctx->info.max_grid_x ? ctas : ctx->info.max_grid_x);
+  return TJ_OK;
+}
+
+/* The parameter kinds from the PTX, checked against the kernel ABI: the
+ * program's parameters (generated) or any (hand-written, which must give
+ * .reqntid), then the .u64 instance count. A mismatch in generated code is
+ * ours (UNSUPPORTED); in hand-written PTX it is the caller's. */
+static tj_status read_signature(tj_kernel *k, const char *ptx, bool generated, char *error) {
+  tj_kernel_info *info = &k->report.info;
+  tj_status bad = generated ? TJ_ERR_UNSUPPORTED : TJ_ERR_INVALID_ARGUMENT;
+  int reqntid = 0;
+  char why[256];
+  if (!rt_ptx_signature(ptx, info->entry, k->param_kind, &k->param_count, &reqntid, why,
+                        sizeof why))
+    return fail_into(error, bad, "%s", why);
+  if (!generated) {
+    if (reqntid == 0)
+      return fail_into(error, bad, "%s: hand-written PTX needs .reqntid", info->entry);
+    info->threads = reqntid;
+    info->param_count = k->param_count - 1;
+  }
+  if (k->param_count != info->param_count + 1 || k->param_kind[k->param_count - 1] != RT_PARAM_B64)
+    return fail_into(error, bad, "%s: %d parameters, expected %d with the .u64 instance count last",
+                     info->entry, k->param_count, info->param_count + 1);
+  return TJ_OK;
+}
+
+/* PTX -> a kernel in ctx. info names the entry (and for generated code the
+ * threads and parameters). */
+static tj_status make_kernel(tj_context *ctx, const char *ptx, const tj_kernel_info *info,
+                             bool generated, RtCompiled *out) {
+  tj_kernel *k = tj_alloc(sizeof *k);
+  if (!k) return fail_into(out->error, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  k->ctx = ctx;
+  k->report.info = *info;
+  k->report.codegen_us = out->codegen_us;
+  RtBinding binding;
+  tj_status st = rt_bind(ctx, &binding);
+  if (st != TJ_OK) {
+    free(k);
+    return fail_into(out->error, st, "%s", tj_context_error(ctx));
+  }
+  st = load_module(ctx, ptx, k, &out->jit_ms, out->error);
+  if (st == TJ_OK) st = read_signature(k, ptx, generated, out->error);
+  if (st == TJ_OK) st = inspect_function(ctx, k, out->error);
+  rt_unbind(ctx, &binding);
+  k->report.jit_ms = out->jit_ms;
+  if (st != TJ_OK) {
+    rt_kernel_free(ctx, k);
+    return st;
+  }
+  out->value = k;
+  return TJ_OK;
+}
+
+void rt_kernel_free(void *owner, void *kernel) {
+  tj_context *ctx = owner;
+  tj_kernel *k = kernel;
+  if (!k) return;
+  if (k->module) {
+    RtBinding binding;
+    if (rt_bind(ctx, &binding) == TJ_OK) {
+      /* Work queued with this module may still run: wait before unloading. */
+      ctx->cu->cuCtxSynchronize();
+      ctx->cu->cuModuleUnload(k->module);
+      rt_unbind(ctx, &binding);
+    }
+  }
+  free(k->log);
+  free(k);
+}
+
+/* ---------------------------------------------------- compile functions */
+
+typedef struct CompileJob {
+  tj_context *ctx;
+  tj_spec *spec; /* generated kernels */
+  tj_backend backend;
+  const char *ptx; /* hand-written PTX */
+  const char *entry;
+} CompileJob;
+
+static tj_status compile_spec(void *arg, RtCompiled *out) {
+  CompileJob *job = arg;
+  tj_context *ctx = job->ctx;
+  tj_codegen_options o = {.arch = ctx->info.target_arch, .ptx_version = ctx->ptx_request};
+  tj_kernel_info info;
+  char *ptx = NULL;
+  memset(&info, 0, sizeof info);
+  double start = now_us();
+  tj_status st = job->backend == TJ_BACKEND_NVRTC ? tj_nvrtc_ptx(job->spec, &o, &ptx, &info)
+                                                  : tj_emit_ptx(job->spec, &o, &ptx, &info);
+  out->codegen_us = now_us() - start;
+  if (st != TJ_OK) {
+    free(ptx);
+    return fail_into(out->error, st, "%s: %s",
+                     job->backend == TJ_BACKEND_NVRTC ? "tj_nvrtc_ptx" : "tj_emit_ptx",
+                     tj_spec_error(job->spec));
+  }
+  if (info.ptx_version > ctx->info.ptx_version)
+    st = fail_into(out->error, TJ_ERR_UNSUPPORTED,
+                   "%s: PTX ISA %d.%d, but the driver (CUDA %d.%d) loads up to %d.%d", info.entry,
+                   info.ptx_version / 10, info.ptx_version % 10, ctx->info.driver_version / 1000,
+                   ctx->info.driver_version % 1000 / 10, ctx->info.ptx_version / 10,
+                   ctx->info.ptx_version % 10);
+  else
+    st = make_kernel(ctx, ptx, &info, true, out);
+  free(ptx);
+  return st;
+}
+
+static tj_status compile_raw(void *arg, RtCompiled *out) {
+  CompileJob *job = arg;
+  tj_kernel_info info;
+  memset(&info, 0, sizeof info);
+  snprintf(info.entry, sizeof info.entry, "%s", job->entry);
+  info.programs_per_cta = 1;
+  info.arch = job->ctx->info.target_arch;
+  return make_kernel(job->ctx, job->ptx, &info, false, out);
+}
+
+tj_status rt_compile_entry(tj_context *ctx, tj_spec *spec, tj_backend backend, RtEntry **out) {
+  RtKeyParts parts;
+  tj_status st = rt_key_parts(ctx, backend, &parts);
+  if (st != TJ_OK) return st;
+  char *key = rt_key_build(tj_spec_key(spec), &parts);
+  if (!key) return rt_fail(ctx, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  CompileJob job = {.ctx = ctx, .spec = spec, .backend = backend};
+  char error[RT_ERROR_MAX];
+  st = rt_cache_get(ctx->cache, key, compile_spec, &job, out, error);
+  free(key);
+  return st == TJ_OK ? TJ_OK : rt_fail(ctx, st, "%s", error);
+}
+
+/* ---------------------------------------------------------- public API */
+
+/* Pins a freshly returned entry: the caller keeps the kernel until destroy. */
+static tj_kernel *pin(tj_context *ctx, RtEntry *e) {
+  rt_cache_pin(ctx->cache, e);
+  rt_entry_release(e);
+  return rt_entry_value(e);
+}
+
+tj_status tj_compile(tj_context *ctx, tj_spec *s, tj_backend backend, tj_kernel **kernel) {
+  if (kernel) *kernel = NULL;
+  if (!ctx) return rt_fail_no_handle("tj_compile", "context");
+  if (!s || !kernel || (unsigned)backend >= TJ_BACKEND_COUNT)
+    return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_compile: %s",
+                   !s        ? "spec is NULL"
+                   : !kernel ? "kernel is NULL"
+                             : "unknown backend");
+  RtEntry *e;
+  tj_status st = rt_compile_entry(ctx, s, backend, &e);
+  if (st != TJ_OK) return st;
+  *kernel = pin(ctx, e);
+  return TJ_OK;
+}
+
+tj_status tj_load_ptx(tj_context *ctx, const char *ptx, const char *entry, tj_kernel **kernel) {
+  if (kernel) *kernel = NULL;
+  if (!ctx) return rt_fail_no_handle("tj_load_ptx", "context");
+  if (!ptx || !entry || !kernel || !*entry || strlen(entry) >= sizeof((tj_kernel_info *)0)->entry)
+    return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_load_ptx: NULL or bad ptx, entry or kernel");
+  TjBuf key;
+  buf_init(&key);
+  buf_printf(&key, "tilejit %s|raw|ctx=%llu|entry=%s|", TJ_VERSION_STRING,
+             (unsigned long long)ctx->id, entry);
+  buf_puts(&key, ptx);
+  char *text = buf_take(&key);
+  if (!text) return rt_fail(ctx, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  CompileJob job = {.ctx = ctx, .ptx = ptx, .entry = entry};
+  char error[RT_ERROR_MAX];
+  RtEntry *e;
+  tj_status st = rt_cache_get(ctx->cache, text, compile_raw, &job, &e, error);
+  free(text);
+  if (st != TJ_OK) return rt_fail(ctx, st, "tj_load_ptx: %s", error);
+  *kernel = pin(ctx, e);
+  return TJ_OK;
+}
+
+tj_status tj_kernel_describe(const tj_kernel *k, tj_kernel_report *report) {
+  if (!k) return rt_fail_no_handle("tj_kernel_describe", "kernel");
+  if (!report)
+    return rt_fail(k->ctx, TJ_ERR_INVALID_ARGUMENT, "tj_kernel_describe: report is NULL");
+  *report = k->report;
+  return TJ_OK;
+}
+
+const char *tj_kernel_log(const tj_kernel *k) { return k && k->log ? k->log : ""; }

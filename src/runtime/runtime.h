@@ -1,0 +1,283 @@
+/*
+ * runtime.h — the internal header of the runtime (src/runtime): loading the
+ * CUDA driver at run time, contexts, modules, the kernel cache and launches.
+ *
+ * Nothing here includes cuda.h or links libcuda: the few driver types and
+ * constants the runtime needs are declared below under our own names, and
+ * every entry point is fetched through cuGetProcAddress_v2 with the CUDA
+ * version whose ABI we were written against.
+ *
+ * Sections below follow the files that define them:
+ *   driver.c         the driver table (one X-macro list), error names
+ *   context.c        tj_context: device queries, ISA choice, binding, errors
+ *   memory.c         device memory helpers (alloc, free, copies)
+ *   module.c         PTX -> CUmodule -> tj_kernel; cache keys; tj_compile
+ *   cache.c          the single-flight, bounded LRU kernel cache
+ *   launch.c         argument packing, grid sizing, tj_launch
+ *   softmax_launch.c the softmax strategy and its launch fast path
+ */
+#ifndef TJ_RUNTIME_H
+#define TJ_RUNTIME_H
+
+#include "ir/ir.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ----------------------------------------------------------- driver.c */
+
+/* The driver's types, under our names (cuda.h is never included). */
+typedef int CuResult;
+typedef int CuDevice;
+typedef struct CuContextOpaque *CuContext;
+typedef struct CuModuleOpaque *CuModule;
+typedef struct CuFunctionOpaque *CuFunction;
+typedef struct CuStreamOpaque *CuStream;
+typedef struct CuEventOpaque *CuEvent;
+typedef unsigned long long CuDevicePtr;
+
+/* The driver's constants we use; the values are the driver API's. */
+enum {
+  RT_CUDA_SUCCESS = 0,
+  RT_CUDA_ERROR_NO_DEVICE = 100,
+  RT_ATTR_MAX_THREADS_PER_BLOCK = 1,
+  RT_ATTR_MAX_GRID_DIM_X = 5,
+  RT_ATTR_MAX_SHARED_PER_BLOCK = 8,
+  RT_ATTR_SM_COUNT = 16,
+  RT_ATTR_MAX_THREADS_PER_SM = 39,
+  RT_ATTR_CC_MAJOR = 75,
+  RT_ATTR_CC_MINOR = 76,
+  RT_ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
+  RT_ATTR_MAX_BLOCKS_PER_SM = 106,
+  RT_FUNC_MAX_THREADS_PER_BLOCK = 0,
+  RT_FUNC_SHARED_SIZE_BYTES = 1,
+  RT_FUNC_LOCAL_SIZE_BYTES = 3,
+  RT_FUNC_NUM_REGS = 4,
+  RT_JIT_WALL_TIME = 2,
+  RT_JIT_INFO_LOG_BUFFER = 3,
+  RT_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  RT_JIT_ERROR_LOG_BUFFER = 5,
+  RT_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  RT_JIT_LOG_VERBOSE = 12,
+  RT_EVENT_DEFAULT = 0,
+};
+
+/*
+ * Every driver entry point tilejit calls, with the CUDA version whose ABI the
+ * parameter list below matches. cuGetProcAddress_v2 maps (base name, version)
+ * to the versioned symbol: cuMemAlloc at 12000 is cuMemAlloc_v2, and
+ * cuDevicePrimaryCtxRelease is its _v2. Columns: X(name, version, params).
+ */
+#define RT_DRIVER_LIST(X)                                                                          \
+  X(cuGetErrorName, 12000, (CuResult error, const char **name))                                    \
+  X(cuGetErrorString, 12000, (CuResult error, const char **text))                                  \
+  X(cuInit, 12000, (unsigned flags))                                                               \
+  X(cuDriverGetVersion, 12000, (int *version))                                                     \
+  X(cuDeviceGetCount, 12000, (int *count))                                                         \
+  X(cuDeviceGet, 12000, (CuDevice * device, int ordinal))                                          \
+  X(cuDeviceGetName, 12000, (char *name, int length, CuDevice device))                             \
+  X(cuDeviceGetAttribute, 12000, (int *value, int attribute, CuDevice device))                     \
+  X(cuDevicePrimaryCtxRetain, 12000, (CuContext * ctx, CuDevice device))                           \
+  X(cuDevicePrimaryCtxRelease, 12000, (CuDevice device))                                           \
+  X(cuCtxGetCurrent, 12000, (CuContext * ctx))                                                     \
+  X(cuCtxGetDevice, 12000, (CuDevice * device))                                                    \
+  X(cuCtxPushCurrent, 12000, (CuContext ctx))                                                      \
+  X(cuCtxPopCurrent, 12000, (CuContext * ctx))                                                     \
+  X(cuCtxSynchronize, 12000, (void))                                                               \
+  X(cuModuleLoadDataEx, 12000,                                                                     \
+    (CuModule * module, const void *image, unsigned count, int *options, void **values))           \
+  X(cuModuleUnload, 12000, (CuModule module))                                                      \
+  X(cuModuleGetFunction, 12000, (CuFunction * function, CuModule module, const char *name))        \
+  X(cuFuncGetAttribute, 12000, (int *value, int attribute, CuFunction function))                   \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 12000,                                            \
+    (int *blocks, CuFunction function, int block_size, size_t dynamic_shared))                     \
+  X(cuLaunchKernel, 12000,                                                                         \
+    (CuFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,     \
+     unsigned block_y, unsigned block_z, unsigned shared, CuStream stream, void **params,          \
+     void **extra))                                                                                \
+  X(cuMemAlloc, 12000, (CuDevicePtr * ptr, size_t bytes))                                          \
+  X(cuMemFree, 12000, (CuDevicePtr ptr))                                                           \
+  X(cuMemcpyHtoD, 12000, (CuDevicePtr dst, const void *src, size_t bytes))                         \
+  X(cuMemcpyDtoH, 12000, (void *dst, CuDevicePtr src, size_t bytes))                               \
+  X(cuStreamCreate, 12000, (CuStream * stream, unsigned flags))                                    \
+  X(cuStreamDestroy, 12000, (CuStream stream))                                                     \
+  X(cuStreamSynchronize, 12000, (CuStream stream))                                                 \
+  X(cuEventCreate, 12000, (CuEvent * event, unsigned flags))                                       \
+  X(cuEventRecord, 12000, (CuEvent event, CuStream stream))                                        \
+  X(cuEventSynchronize, 12000, (CuEvent event))                                                    \
+  X(cuEventElapsedTime, 12000, (float *ms, CuEvent start, CuEvent end))                            \
+  X(cuEventDestroy, 12000, (CuEvent event))
+
+typedef struct RtDriver {
+#define RT_DRIVER_FIELD(name, version, params) CuResult(*name) params;
+  RT_DRIVER_LIST(RT_DRIVER_FIELD)
+#undef RT_DRIVER_FIELD
+  int version; /* cuDriverGetVersion: 1000*major + 10*minor */
+} RtDriver;
+
+/* The environment variable that overrides the path of libcuda.so.1. */
+#define RT_LIBCUDA_ENV "TILEJIT_LIBCUDA"
+
+/* Loads the driver once per process (pthread_once) and calls cuInit. On
+ * success *out is the table; otherwise the status is TJ_ERR_NO_DRIVER,
+ * TJ_ERR_NO_DEVICE or TJ_ERR_DRIVER and *why says what happened. The result
+ * never changes afterwards. */
+tj_status rt_driver_load(const RtDriver **out, const char **why);
+/* "CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed)" for a result. */
+void rt_driver_describe(const RtDriver *cu, CuResult result, char *out, size_t size);
+/* The highest PTX ISA (10*major+minor) a driver of this version loads. */
+int rt_driver_max_ptx(int driver_version);
+
+/* ---------------------------------------------------------- context.c */
+
+/* Messages kept per thread: room for a ptxas log. */
+#define RT_ERROR_MAX 4096
+/* Slots of the softmax launch fast path (see softmax_launch.c). */
+#define RT_FAST_SLOTS 8
+
+typedef struct RtCache RtCache;
+typedef struct RtEntry RtEntry;
+
+/* What picks a softmax kernel without building its key: the fast path. */
+typedef struct RtFastKey {
+  int64_t n;
+  int dtype, align, num_warps, backend, which;
+} RtFastKey;
+
+typedef struct RtFastSlot {
+  RtFastKey key;
+  RtEntry *entry; /* holds a reference; NULL when empty */
+} RtFastSlot;
+
+struct tj_context {
+  const RtDriver *cu;
+  CuContext cuctx;
+  CuDevice device;
+  bool owns_primary; /* retained the device's primary context: release it */
+  uint64_t id;       /* unique per process; part of every cache key */
+  tj_device_info info;
+  int ptx_request; /* tj_codegen_options.ptx_version: 0 = the arch's minimum */
+  RtCache *cache;
+  pthread_mutex_t fast_lock;
+  RtFastSlot fast[RT_FAST_SLOTS];
+};
+
+/* Records a failure for the calling thread on ctx (NULL: no context) and
+ * returns status, for `return rt_fail(ctx, ...)`. */
+tj_status rt_fail(const tj_context *ctx, tj_status status, const char *fmt, ...) TJ_PRINTF(3, 4);
+/* A failed driver call: TJ_ERR_DRIVER, naming the call and the result. */
+tj_status rt_fail_driver(const tj_context *ctx, const char *call, CuResult result);
+/* The status for an entry point given a NULL handle ("context", "kernel"):
+ * TJ_ERR_NO_DRIVER (or NO_DEVICE) when the driver cannot be used, since no
+ * handle can exist then; otherwise invalid argument. */
+tj_status rt_fail_no_handle(const char *function, const char *handle);
+
+/* Makes ctx current on the calling thread for the duration of a call. */
+typedef struct RtBinding {
+  bool pushed;
+} RtBinding;
+tj_status rt_bind(tj_context *ctx, RtBinding *binding);
+void rt_unbind(tj_context *ctx, RtBinding *binding);
+
+/* The arch table of the code generator: the lowest PTX ISA for an arch, or
+ * 0 when the arch is not in it; *known lists the arches for messages. */
+int rt_arch_min_ptx(int arch, char *known, size_t known_size);
+
+/* ------------------------------------------------------------ module.c */
+
+/* How the kernel reads one parameter: 8-byte integers and pointers, i32,
+ * f32 or f64. */
+typedef enum RtParamKind { RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_F32, RT_PARAM_F64 } RtParamKind;
+#define RT_MAX_PARAMS 64
+
+struct tj_kernel {
+  tj_context *ctx;
+  CuModule module;
+  CuFunction function;
+  tj_kernel_report report;
+  int param_count; /* with the hidden instance count last */
+  uint8_t param_kind[RT_MAX_PARAMS];
+  char *log; /* the driver's JIT info log */
+};
+
+/* The parts of a cache key beyond the specialization key. */
+typedef struct RtKeyParts {
+  int arch;
+  int ptx_version; /* as requested of codegen; 0 = the arch's minimum */
+  tj_backend backend;
+  int nvrtc_version; /* NVRTC backend only */
+  uint64_t context_id;
+} RtKeyParts;
+
+/* The full cache key text (release with tj_free), NULL when out of memory:
+ *   <spec key>|sm_<arch>|isa=<ptx>|<backend>|ctx=<id> */
+char *rt_key_build(const char *spec_key, const RtKeyParts *parts);
+/* The parts of ctx's key for a backend; fails with NO_NVRTC when NVRTC's
+ * version cannot be read. */
+tj_status rt_key_parts(tj_context *ctx, tj_backend backend, RtKeyParts *parts);
+
+/* Reads the parameter list and .reqntid of entry in PTX text. Returns false
+ * with why filled when the entry or a parameter cannot be read. */
+bool rt_ptx_signature(const char *ptx, const char *entry, uint8_t *kinds, int *count, int *reqntid,
+                      char *why, size_t why_size);
+
+/* Looks spec up in ctx's cache, compiling on a miss; on success *out holds
+ * a reference (rt_entry_release) and its value is a tj_kernel. */
+tj_status rt_compile_entry(tj_context *ctx, tj_spec *spec, tj_backend backend, RtEntry **out);
+/* Unloads and frees a kernel (the cache's destroy callback). */
+void rt_kernel_free(void *owner, void *kernel);
+
+/* ------------------------------------------------------------- cache.c */
+
+/* What a compile function hands back to the cache. */
+typedef struct RtCompiled {
+  void *value;
+  double codegen_us, jit_ms;
+  char *error; /* RT_ERROR_MAX bytes, filled on failure */
+} RtCompiled;
+
+typedef tj_status (*RtCompileFn)(void *arg, RtCompiled *out);
+typedef void (*RtDestroyFn)(void *owner, void *value);
+
+/* A cache of at most capacity unreferenced values; destroy is called for each
+ * evicted value and for every value at rt_cache_free. NULL on OOM. */
+RtCache *rt_cache_new(int capacity, RtDestroyFn destroy, void *owner);
+void rt_cache_free(RtCache *c);
+
+/* Finds key, or compiles it once however many threads ask at the same time
+ * (the others wait and share the result or the failure). On success *out is
+ * a referenced entry; on failure error (RT_ERROR_MAX) holds the message. */
+tj_status rt_cache_get(RtCache *c, const char *key, RtCompileFn compile, void *arg, RtEntry **out,
+                       char *error);
+void *rt_entry_value(const RtEntry *e);
+/* Reference counting: an entry with references is never evicted. Retain
+ * needs a reference already held (or the owning lock of a slot holding one). */
+void rt_entry_retain(RtEntry *e);
+void rt_entry_release(RtEntry *e);
+/* Keeps e loaded until rt_cache_free, whatever its references. */
+void rt_cache_pin(RtCache *c, RtEntry *e);
+/* Counts a hit served outside rt_cache_get (the softmax fast path). */
+void rt_cache_count_hit(RtCache *c);
+void rt_cache_stats(RtCache *c, tj_cache_stats *out);
+
+/* ------------------------------------------------------------ launch.c */
+
+/* Launches k over instances program instances on stream. params holds one
+ * pointer per kernel parameter, the hidden instance count included (its slot
+ * is filled here). instances > 0. */
+tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t *count_slot,
+                    int64_t instances, void *stream);
+
+/* ---------------------------------------------------- softmax_launch.c */
+
+/* Drops the fast path's references (context teardown). */
+void rt_softmax_reset(tj_context *ctx);
+
+/* ------------------------------------------------------------ memory.c */
+
+/* (public: tj_device_alloc, tj_device_free, tj_copy_to_device, tj_copy_to_host) */
+
+#endif /* TJ_RUNTIME_H */

@@ -1,0 +1,204 @@
+/*
+ * softmax_launch.c — tj_softmax: the softmax strategy and its launch path.
+ *
+ * The strategy (design.md section 5) lives in the templates and their
+ * default specialization (tj_softmax_pick, tj_softmax_spec_options); this
+ * file adds what depends on the call: the alignment of the actual pointers
+ * and strides, and the caller's options. The alignment is the largest power
+ * of two up to 16 dividing both pointers and (for more than one row) both
+ * row strides in bytes, so a misaligned matrix gets a scalar specialization
+ * and never a wrong vector access.
+ *
+ * The hit path must cost next to nothing beyond cuLaunchKernel, so it never
+ * builds the cache key: a small direct-mapped table per context maps what
+ * selects a kernel (dtype, n, alignment, options) to a cache entry it holds
+ * a reference to. A hit there is one short mutex hold, one atomic increment
+ * and decrement around the launch, no allocation and no formatting. A miss
+ * specializes the template, goes through the kernel cache (which compiles
+ * once however many threads miss together) and fills the slot.
+ */
+#include "runtime/runtime.h"
+
+#include <string.h>
+
+/* The softmax program's parameters (tilejit.h) and the hidden count. */
+static const uint8_t softmax_params[] = {RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B64,
+                                         RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_B64};
+#define SOFTMAX_PARAM_COUNT ((int)sizeof softmax_params)
+
+/* ----------------------------------------------------- argument checks */
+
+static tj_status invalid(tj_context *ctx, const char *what) {
+  return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_softmax: %s", what);
+}
+
+static tj_status check_options(tj_context *ctx, const tj_softmax_options *o) {
+  int w = o->num_warps;
+  if (w < 0 || w > 32 || (w & (w - 1)) != 0)
+    return invalid(ctx, "num_warps must be 0 (default), 1, 2, 4, 8, 16 or 32");
+  if ((unsigned)o->backend >= TJ_BACKEND_COUNT) return invalid(ctx, "unknown backend");
+  if ((unsigned)o->which_template > TJ_SOFTMAX_ONLINE) return invalid(ctx, "unknown template");
+  return TJ_OK;
+}
+
+/* Elements a matrix spans: (m-1)*stride + n, or -1 when its bytes overflow. */
+static int64_t extent(int64_t m, int64_t n, int64_t stride, int elem) {
+  int64_t limit = INT64_MAX / elem - n;
+  if (m > 1 && stride > limit / (m - 1)) return -1;
+  return (m - 1) * stride + n;
+}
+
+/* Shapes, strides and pointers of a non-empty call. */
+static tj_status check_matrix(tj_context *ctx, int elem, int64_t m, int64_t n, uint64_t y,
+                              int64_t y_stride, uint64_t x, int64_t x_stride) {
+  if (!y || !x) return invalid(ctx, "NULL x or y");
+  if (m > INT32_MAX) return invalid(ctx, "m over 2^31-1 rows (program ids are i32)");
+  if (n > INT32_MAX) return invalid(ctx, "n over 2^31-1 (the kernel's n is i32)");
+  if (m == 1) y_stride = x_stride = n;
+  if (y_stride < n || x_stride < n) return invalid(ctx, "a row stride is smaller than n");
+  int64_t y_span = extent(m, n, y_stride, elem), x_span = extent(m, n, x_stride, elem);
+  if (y_span < 0 || x_span < 0) return invalid(ctx, "the matrix spans over 2^63 bytes");
+  if (y == x)
+    return y_stride == x_stride ? TJ_OK : invalid(ctx, "in place (y == x) needs equal strides");
+  uint64_t y_end = y + (uint64_t)y_span * (uint64_t)elem,
+           x_end = x + (uint64_t)x_span * (uint64_t)elem;
+  if (y < x_end && x < y_end) return invalid(ctx, "y and x overlap without being the same matrix");
+  return TJ_OK;
+}
+
+/* The largest power of two <= 16 dividing the pointers and, for more than
+ * one row, the strides in bytes. */
+static int alignment(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64_t x,
+                     int64_t x_stride) {
+  uint64_t bits = y | x | 16u;
+  if (m > 1) bits |= (uint64_t)(y_stride * elem) | (uint64_t)(x_stride * elem);
+  return (int)(bits & (~bits + 1));
+}
+
+/* ------------------------------------------------------- the fast path */
+
+static bool same_key(const RtFastKey *a, const RtFastKey *b) {
+  return a->n == b->n && a->dtype == b->dtype && a->align == b->align &&
+         a->num_warps == b->num_warps && a->backend == b->backend && a->which == b->which;
+}
+
+static RtFastSlot *slot_of(tj_context *ctx, const RtFastKey *k) {
+  uint64_t h = (uint64_t)k->n * 0x9e3779b97f4a7c15ull;
+  h ^=
+      (uint64_t)(k->dtype | k->align << 4 | k->num_warps << 10 | k->backend << 16 | k->which << 18);
+  h ^= h >> 29;
+  return &ctx->fast[h & (RT_FAST_SLOTS - 1)];
+}
+
+/* The entry for key with a new reference, or NULL. */
+static RtEntry *fast_find(tj_context *ctx, const RtFastKey *key) {
+  RtFastSlot *slot = slot_of(ctx, key);
+  RtEntry *e = NULL;
+  pthread_mutex_lock(&ctx->fast_lock);
+  if (slot->entry && same_key(&slot->key, key)) {
+    e = slot->entry;
+    rt_entry_retain(e);
+  }
+  pthread_mutex_unlock(&ctx->fast_lock);
+  return e;
+}
+
+static void fast_store(tj_context *ctx, const RtFastKey *key, RtEntry *e) {
+  RtFastSlot *slot = slot_of(ctx, key);
+  rt_entry_retain(e);
+  pthread_mutex_lock(&ctx->fast_lock);
+  RtEntry *old = slot->entry;
+  slot->key = *key;
+  slot->entry = e;
+  pthread_mutex_unlock(&ctx->fast_lock);
+  if (old) rt_entry_release(old);
+}
+
+void rt_softmax_reset(tj_context *ctx) {
+  pthread_mutex_lock(&ctx->fast_lock);
+  for (int i = 0; i < RT_FAST_SLOTS; i++) {
+    if (ctx->fast[i].entry) rt_entry_release(ctx->fast[i].entry);
+    ctx->fast[i].entry = NULL;
+  }
+  pthread_mutex_unlock(&ctx->fast_lock);
+}
+
+/* ------------------------------------------------------- the slow path */
+
+static tj_status check_kernel(tj_context *ctx, const tj_kernel *k) {
+  if (k->param_count == SOFTMAX_PARAM_COUNT &&
+      memcmp(k->param_kind, softmax_params, sizeof softmax_params) == 0)
+    return TJ_OK;
+  return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "tj_softmax: %s does not have softmax's parameters",
+                 k->report.info.entry);
+}
+
+static tj_status specialize(tj_context *ctx, const RtFastKey *key, tj_program *p, tj_spec **s) {
+  tj_softmax_template which =
+      key->which ? (tj_softmax_template)key->which : tj_softmax_pick(key->n);
+  tj_spec_options o;
+  tj_status st = tj_softmax_spec_options(which, (tj_dtype)key->dtype, key->n, &o);
+  if (st != TJ_OK)
+    return rt_fail(ctx, st, "tj_softmax: no specialization for n = %lld", (long long)key->n);
+  o.align = key->align;
+  if (key->num_warps) o.num_warps = key->num_warps;
+  st = tj_specialize(p, &o, s);
+  return st == TJ_OK ? TJ_OK : rt_fail(ctx, st, "tj_softmax: %s", tj_program_error(p));
+}
+
+/* Specializes softmax for key and gets its kernel from the cache. */
+static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry **out) {
+  tj_softmax_template which =
+      key->which ? (tj_softmax_template)key->which : tj_softmax_pick(key->n);
+  tj_program *p = NULL;
+  tj_spec *s = NULL;
+  tj_status st = tj_softmax_program(which, key->n, &p);
+  if (st != TJ_OK)
+    st = rt_fail(ctx, st, "tj_softmax: template: %s",
+                 p ? tj_program_error(p) : tj_status_string(st));
+  if (st == TJ_OK) st = specialize(ctx, key, p, &s);
+  if (st == TJ_OK) st = rt_compile_entry(ctx, s, (tj_backend)key->backend, out);
+  if (st == TJ_OK && (st = check_kernel(ctx, rt_entry_value(*out))) != TJ_OK)
+    rt_entry_release(*out);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  return st;
+}
+
+/* ------------------------------------------------------------- the API */
+
+tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
+                     int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
+                     const tj_softmax_options *opts) {
+  static const tj_softmax_options defaults;
+  const tj_softmax_options *o = opts ? opts : &defaults;
+  if (!ctx) return rt_fail_no_handle("tj_softmax", "context");
+  if ((unsigned)dtype >= TJ_DTYPE_COUNT) return invalid(ctx, "unknown dtype");
+  if (m < 0 || n < 0) return invalid(ctx, "negative m or n");
+  tj_status st = check_options(ctx, o);
+  if (st != TJ_OK || m == 0 || n == 0) return st;
+  int elem = ir_dtype_size(dtype);
+  if ((st = check_matrix(ctx, elem, m, n, y, y_stride, x, x_stride)) != TJ_OK) return st;
+  RtFastKey key = {n,
+                   dtype,
+                   alignment(elem, m, y, y_stride, x, x_stride),
+                   o->num_warps,
+                   o->backend,
+                   o->which_template};
+  if (key.align < elem) return invalid(ctx, "x or y is not aligned to its element size");
+  RtEntry *e = fast_find(ctx, &key);
+  if (e) {
+    rt_cache_count_hit(ctx->cache);
+  } else {
+    if ((st = compile_softmax(ctx, &key, &e)) != TJ_OK) return st;
+    fast_store(ctx, &key, e);
+  }
+  uint64_t slots[SOFTMAX_PARAM_COUNT] = {y, x, (uint64_t)y_stride, (uint64_t)x_stride, 0, 0};
+  uint32_t n32 = (uint32_t)n;
+  memcpy(&slots[4], &n32, sizeof n32);
+  void *params[SOFTMAX_PARAM_COUNT] = {&slots[0], &slots[1], &slots[2],
+                                       &slots[3], &slots[4], &slots[5]};
+  st = rt_launch(ctx, rt_entry_value(e), params, &slots[5], m, stream);
+  rt_entry_release(e);
+  return st;
+}

@@ -1,0 +1,380 @@
+/*
+ * gpu_softmax.c — tj_softmax on the GPU against the float64 reference, with
+ * the tolerances and method of the testing rules (fresh random inputs per
+ * case, poisoned outputs, gaps and guards checked, x untouched).
+ *
+ *   every width 1..4096 in f32 (M = 1..5 varied with N);
+ *   powers of two, +-1 and primes up to 2^20, and one N above 2^20;
+ *   f16 and bf16 on a representative subset;
+ *   M in {1, 3, 64, 5000, 100000} (the last far beyond one resident grid);
+ *   row strides > N, in place, pointers one element off 16 bytes;
+ *   every extreme-value row of the testing rules, in all three dtypes;
+ *   forced num_warps and templates, and the NVRTC backend;
+ *   row offsets past 2^31 elements (4 GiB of f16, in place);
+ *   a second call hits the cache and compiles nothing.
+ *
+ * Cases run in batches (support_gpu.c): one upload, many launches, one
+ * download. TJ_GPU_QUICK=1 (compute-sanitizer runs) takes subsets of the
+ * sweeps and skips the 4 GiB case.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "support_gpu.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_CASES 8192
+
+static GpuCase cases[MAX_CASES];
+static int ncases;
+
+static GpuCase *add(tj_dtype dtype, int64_t m, int64_t n) {
+  ck_assert_int_lt(ncases, MAX_CASES);
+  GpuCase *c = &cases[ncases++];
+  memset(c, 0, sizeof *c);
+  c->dtype = dtype;
+  c->m = m;
+  c->n = n;
+  c->seed = test_seed((uint64_t)ncases, (uint64_t)n, (uint64_t)m * 4 + (uint64_t)dtype);
+  return c;
+}
+
+static void run(const char *name, bool allow_unsupported) {
+  tj_context *ctx = gpu_context(NULL);
+  GpuTally tally = {0};
+  gpu_run_cases(ctx, cases, ncases, NULL, allow_unsupported, &tally);
+  gpu_report(name, &tally);
+  tj_cache_stats s;
+  tj_context_cache_stats(ctx, &s);
+  fprintf(stderr, "  cache: %llu misses, %llu hits, codegen %.1f ms, driver JIT %.1f ms\n",
+          (unsigned long long)s.misses, (unsigned long long)s.hits, s.codegen_us / 1e3, s.jit_ms);
+  tj_context_destroy(ctx);
+  ncases = 0;
+}
+
+static bool is_prime(int64_t n) {
+  if (n < 2) return false;
+  for (int64_t d = 2; d * d <= n; d++)
+    if (n % d == 0) return false;
+  return true;
+}
+
+static int64_t next_prime(int64_t n) {
+  while (!is_prime(n)) n++;
+  return n;
+}
+
+/* ------------------------------------------------------------- sweeps */
+
+START_TEST(every_width_to_4096_f32) {
+  int step_after = gpu_quick() ? 256 : 4096;
+  for (int64_t n = 1; n <= 4096; n += n < step_after ? 1 : 61) add(TJ_DTYPE_F32, 1 + n % 5, n);
+  run("every N 1..4096 f32", false);
+}
+END_TEST
+
+/* Adds an f32 case of width n unless one was added already. */
+static void add_width(int64_t n) {
+  for (int i = 0; i < ncases; i++)
+    if (cases[i].n == n) return;
+  add(TJ_DTYPE_F32, n <= 65536 ? 3 : 2, n);
+}
+
+START_TEST(powers_and_primes_to_2_20) {
+  int top = gpu_quick() ? 16 : 20;
+  for (int k = 0; k <= top; k++) {
+    int64_t p = (int64_t)1 << k;
+    for (int64_t n = p - 1; n <= p + 1; n++)
+      if (n >= 1) add_width(n);
+    if (k >= 2) add_width(next_prime(p + p / 2));
+  }
+  if (!gpu_quick()) add_width(3 * ((int64_t)1 << 20) + 17); /* above 2^20 */
+  run("powers of two, +-1, primes f32", false);
+}
+END_TEST
+
+static const int64_t half_widths[] = {1,     2,     3,     8,      31,     32,     33,    100,
+                                      127,   128,   129,   500,    512,    1000,   1023,  1024,
+                                      1025,  2048,  4095,  4096,   4097,   8192,   10007, 16384,
+                                      32768, 32769, 65536, 100003, 262144, 1048576};
+
+START_TEST(f16_and_bf16_subset) {
+  for (tj_dtype d = TJ_DTYPE_F16; d <= TJ_DTYPE_BF16; d++)
+    for (size_t i = 0; i < sizeof half_widths / sizeof half_widths[0]; i++) {
+      int64_t n = half_widths[i];
+      if (gpu_quick() && n > 65536) continue;
+      add(d, n > 65536 ? 2 : 3, n);
+      if (i % 3 == 0) add(d, 4, n)->offset = 1;
+    }
+  run("f16 and bf16", false);
+}
+END_TEST
+
+START_TEST(row_counts) {
+  static const int64_t ms[] = {1, 3, 64, 5000};
+  static const int64_t ns[] = {1, 37, 1000, 4096};
+  for (size_t i = 0; i < 4; i++)
+    for (size_t j = 0; j < 4; j++) add(TJ_DTYPE_F32, ms[i], ns[j]);
+  add(TJ_DTYPE_F32, 100000, 1);
+  add(TJ_DTYPE_F32, 100000, 32);
+  add(TJ_DTYPE_F16, 5000, 128);
+  add(TJ_DTYPE_BF16, 20000, 300);
+  run("row counts", false);
+}
+END_TEST
+
+START_TEST(strides_in_place_and_offsets) {
+  static const int64_t ns[] = {1, 3, 32, 100, 1000, 1024, 4097, 40000};
+  for (tj_dtype d = TJ_DTYPE_F32; d <= TJ_DTYPE_F16; d++)
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+      int64_t n = ns[i], m = n > 10000 ? 3 : 7;
+      GpuCase *c = add(d, m, n);
+      c->x_stride = n + 5;
+      c->y_stride = n + 13;
+      add(d, m, n)->in_place = true;
+      c = add(d, m, n);
+      c->in_place = true;
+      c->x_stride = n + 3;
+      add(d, m, n)->offset = 1;
+      c = add(d, m, n);
+      c->offset = 1;
+      c->x_stride = n + 8;
+      c->y_stride = n + 1;
+      c = add(d, m, n); /* strides of whole 16-byte vectors, n not a multiple */
+      c->x_stride = c->y_stride = (n + 15) / 16 * 16;
+    }
+  run("strides, in place, offsets", false);
+}
+END_TEST
+
+/* ----------------------------------------------------- extreme values */
+
+enum {
+  ROW_RANDOM,
+  ROW_ALL_NEG_INF,   /* all NaN */
+  ROW_POS_INF,       /* all NaN */
+  ROW_NAN,           /* all NaN; other rows unaffected */
+  ROW_NEG_INF_MIXED, /* exact 0 at the -inf */
+  ROW_FLT_MAX,       /* uniform (or NaN where FLT_MAX rounds to inf) */
+  ROW_MINUS_1E30,    /* uniform */
+  ROW_DENORMAL,      /* uniform */
+  ROW_HUGE_PAIR,     /* +-3e38: one-hot */
+  ROW_EQUAL,         /* uniform */
+  ROW_ONE_FINITE,    /* -inf but one: exactly one-hot */
+  ROW_KINDS
+};
+
+static void fill_row(TjMatrix *x, TjRng *rng, int64_t r, int kind) {
+  int64_t n = x->cols, at = rng_range(rng, 0, n - 1);
+  double tiny = x->dtype == TJ_DTYPE_F16 ? 1e-6 : 1e-40;
+  for (int64_t c = 0; c < n; c++) {
+    double v = matrix_get(x, r, c);
+    switch (kind) {
+    case ROW_ALL_NEG_INF: v = -INFINITY; break;
+    case ROW_NEG_INF_MIXED:
+      if (c != at && rng_uniform(rng) < 0.5) v = -INFINITY;
+      break;
+    case ROW_FLT_MAX: v = FLT_MAX; break;
+    case ROW_MINUS_1E30: v = -1e30; break;
+    case ROW_DENORMAL: v = tiny; break;
+    case ROW_EQUAL: v = -3.0; break;
+    case ROW_ONE_FINITE:
+      if (c != at) v = -INFINITY;
+      break;
+    default: break;
+    }
+    matrix_set(x, r, c, v);
+  }
+  if (kind == ROW_POS_INF) matrix_set(x, r, at, INFINITY);
+  if (kind == ROW_NAN) matrix_set(x, r, at, NAN);
+  if (kind == ROW_HUGE_PAIR) matrix_set(x, r, at, 3e38);
+  if (kind == ROW_HUGE_PAIR && n > 1) matrix_set(x, r, (at + 1) % n, -3e38);
+}
+
+static void fill_extreme(TjMatrix *x, TjRng *rng, int arg) {
+  gpu_fill_default(x, rng, 0);
+  for (int64_t r = 0; r < x->rows; r++) fill_row(x, rng, r, (int)((r + arg) % ROW_KINDS));
+}
+
+START_TEST(extreme_values) {
+  static const int64_t ns[] = {1, 2, 5, 32, 33, 100, 1000, 1024, 4097, 40000};
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+      GpuCase *c = add(d, 2 * ROW_KINDS + 1, ns[i]);
+      c->fill = fill_extreme;
+      c->fill_arg = (int)i;
+      c = add(d, ROW_KINDS, ns[i]);
+      c->fill = fill_extreme;
+      c->fill_arg = (int)i + 3;
+      c->in_place = true;
+      c->offset = 1;
+    }
+  run("extreme values", false);
+}
+END_TEST
+
+/* ----------------------------------------------------------- options */
+
+START_TEST(forced_warps_and_templates) {
+  static const int64_t ns[] = {1, 100, 1000, 4096, 20000};
+  for (size_t i = 0; i < 5; i++)
+    for (int w = 1; w <= 32; w *= 2) add(TJ_DTYPE_F32, 5, ns[i])->opts.num_warps = w;
+  static const int64_t online[] = {1, 100, 1000, 5000, 40000, 100003};
+  for (size_t i = 0; i < 6; i++) {
+    add(TJ_DTYPE_F32, 3, online[i])->opts.which_template = TJ_SOFTMAX_ONLINE;
+    add(TJ_DTYPE_BF16, 3, online[i])->opts.which_template = TJ_SOFTMAX_ONLINE;
+  }
+  add(TJ_DTYPE_F32, 3, 32768)->opts.which_template = TJ_SOFTMAX_SINGLE;
+  add(TJ_DTYPE_F32, 3, 65536)->opts.which_template = TJ_SOFTMAX_SINGLE;
+  run("forced options", true);
+}
+END_TEST
+
+START_TEST(nvrtc_backend) {
+  static const int64_t ns[] = {1, 100, 1000, 4096, 40000};
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
+    for (size_t i = 0; i < 5; i++) {
+      GpuCase *c = add(d, 5, ns[i]);
+      c->opts.backend = TJ_BACKEND_NVRTC;
+      if (i == 2) c->offset = 1;
+    }
+  run("NVRTC backend", true); /* skipped without libnvrtc or a driver for its PTX */
+}
+END_TEST
+
+/* ------------------------------------------- offsets past 2^31 elements */
+
+/* Uploads `count` elements of poison at element `at` of the buffer. */
+static void poison_at(tj_context *ctx, uint64_t dev, int64_t at, int64_t count, TjMatrix *scratch) {
+  matrix_poison(scratch);
+  ck_assert_int_eq(tj_copy_to_device(ctx, dev + (uint64_t)at * 2, scratch->data, (size_t)count * 2),
+                   TJ_OK);
+}
+
+static void run_huge_stride(tj_context *ctx, uint64_t dev, int64_t stride, int64_t n) {
+  const int64_t m = 3, guard = 8;
+  TjMatrix x, y, scratch;
+  TjRng rng;
+  rng_seed(&rng, test_seed(31, (uint64_t)stride, (uint64_t)n));
+  ck_assert(matrix_alloc(&x, TJ_DTYPE_F16, m, n, n, 0));
+  ck_assert(matrix_alloc(&y, TJ_DTYPE_F16, m, n, n, 0));
+  ck_assert(matrix_alloc(&scratch, TJ_DTYPE_F16, 1, guard, guard, 0));
+  gpu_fill_default(&x, &rng, 0);
+  for (int64_t r = 0; r < m; r++) {
+    size_t row_bytes = (size_t)n * 2;
+    uint64_t at = dev + (uint64_t)(r * stride) * 2;
+    ck_assert_int_eq(tj_copy_to_device(ctx, at, (char *)x.data + r * n * 2, row_bytes), TJ_OK);
+    poison_at(ctx, dev, r * stride + n, guard, &scratch);
+  }
+  tj_status st = tj_softmax(ctx, TJ_DTYPE_F16, m, n, dev, stride, dev, stride, NULL, NULL);
+  ck_assert_msg(st == TJ_OK, "%s", tj_context_error(ctx));
+  for (int64_t r = 0; r < m; r++) {
+    uint64_t at = dev + (uint64_t)(r * stride) * 2;
+    ck_assert_int_eq(tj_copy_to_host(ctx, (char *)y.data + r * n * 2, at, (size_t)n * 2), TJ_OK);
+    ck_assert_int_eq(tj_copy_to_host(ctx, scratch.data, at + (uint64_t)n * 2, (size_t)guard * 2),
+                     TJ_OK);
+    for (int64_t g = 0; g < guard; g++)
+      ck_assert_msg(is_poison(scratch.data, TJ_DTYPE_F16, (size_t)g),
+                    "stride %lld: guard after row %lld written", (long long)stride, (long long)r);
+  }
+  double *ref = malloc((size_t)(m * n) * sizeof *ref);
+  softmax_reference(&x, ref);
+  TjCompare cmp;
+  char why[512];
+  bool ok = compare_rows(&y, ref, dtype_tolerance(TJ_DTYPE_F16), false, &cmp);
+  compare_describe(&cmp, why, sizeof why);
+  ck_assert_msg(ok, "f16 in place, stride %lld, N %lld: %s", (long long)stride, (long long)n, why);
+  free(ref);
+  matrix_free(&x);
+  matrix_free(&y);
+  matrix_free(&scratch);
+}
+
+START_TEST(offsets_past_2_31_elements) {
+  if (gpu_quick()) return;
+  tj_context *ctx = gpu_context(NULL);
+  const int64_t strides[] = {((int64_t)1 << 30) + 3, ((int64_t)1 << 30) + 8};
+  const int64_t max_n = 40000;
+  size_t bytes = (size_t)(2 * strides[1] + max_n + 8) * 2; /* over 4 GiB */
+  uint64_t dev = 0;
+  tj_status st = tj_device_alloc(ctx, bytes, &dev);
+  ck_assert_msg(st == TJ_OK, "%s", tj_context_error(ctx));
+  for (int i = 0; i < 2; i++) {
+    run_huge_stride(ctx, dev, strides[i], 1000);
+    run_huge_stride(ctx, dev, strides[i], max_n);
+  }
+  fprintf(stderr, "offsets past 2^31 elements: 4 cases in a %.2f GiB buffer\n",
+          (double)bytes / (1 << 30));
+  tj_device_free(ctx, dev);
+  tj_context_destroy(ctx);
+}
+END_TEST
+
+/* ---------------------------------------------------------- the cache */
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+START_TEST(second_call_only_launches) {
+  /* A tiny problem: the host time per call is the runtime's plus the launch. */
+  tj_context *ctx = gpu_context(NULL);
+  const int64_t m = 1, n = 32;
+  uint64_t x, y;
+  TjMatrix hx;
+  TjRng rng;
+  rng_seed(&rng, 5);
+  ck_assert(matrix_alloc(&hx, TJ_DTYPE_F32, m, n, n, 0));
+  gpu_fill_default(&hx, &rng, 0);
+  ck_assert_int_eq(tj_device_alloc(ctx, hx.bytes, &x), TJ_OK);
+  ck_assert_int_eq(tj_device_alloc(ctx, hx.bytes, &y), TJ_OK);
+  ck_assert_int_eq(tj_copy_to_device(ctx, x, hx.data, hx.bytes), TJ_OK);
+  ck_assert_int_eq(tj_softmax(ctx, TJ_DTYPE_F32, m, n, y, n, x, n, NULL, NULL), TJ_OK);
+  tj_cache_stats before, after;
+  tj_context_cache_stats(ctx, &before);
+  ck_assert_uint_eq(before.misses, 1);
+  enum { CALLS = 1000 };
+  double start = now_us();
+  for (int i = 0; i < CALLS; i++)
+    ck_assert_int_eq(tj_softmax(ctx, TJ_DTYPE_F32, m, n, y, n, x, n, NULL, NULL), TJ_OK);
+  double per_call = (now_us() - start) / CALLS;
+  /* Another n with the same BLOCK and alignment shares the kernel. */
+  ck_assert_int_eq(tj_softmax(ctx, TJ_DTYPE_F32, m, n - 1, y, n, x, n, NULL, NULL), TJ_OK);
+  tj_context_cache_stats(ctx, &after);
+  ck_assert_uint_eq(after.misses, 1);
+  ck_assert_uint_eq(after.hits, before.hits + CALLS + 1);
+  ck_assert_int_eq(tj_context_synchronize(ctx), TJ_OK);
+  fprintf(stderr,
+          "cache hit: %.2f us of host time per tj_softmax call, launch included (M=1, N=32)\n",
+          per_call);
+  matrix_free(&hx);
+  tj_device_free(ctx, x);
+  tj_device_free(ctx, y);
+  tj_context_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("gpu softmax");
+  TCase *t = tcase_create("numerics");
+  tcase_set_timeout(t, 1200);
+  tcase_add_test(t, every_width_to_4096_f32);
+  tcase_add_test(t, powers_and_primes_to_2_20);
+  tcase_add_test(t, f16_and_bf16_subset);
+  tcase_add_test(t, row_counts);
+  tcase_add_test(t, strides_in_place_and_offsets);
+  tcase_add_test(t, extreme_values);
+  tcase_add_test(t, forced_warps_and_templates);
+  tcase_add_test(t, nvrtc_backend);
+  tcase_add_test(t, offsets_past_2_31_elements);
+  tcase_add_test(t, second_call_only_launches);
+  suite_add_tcase(s, t);
+  return gpu_main(s);
+}
