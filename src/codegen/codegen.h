@@ -1,0 +1,291 @@
+/*
+ * codegen.h — the internal header of the PTX backend (src/codegen).
+ *
+ * tj_emit_ptx turns a specialized program into PTX text in one pass over the
+ * instructions, after two small planning steps:
+ *
+ *   analyze.c  facts per value: shape (scalar, splat, affine, per-slot),
+ *              divisibility, pointer alignment, uniformity, monotone masks
+ *   layout.c   the grid: threads, lanes per program instance, and for each
+ *              tile length its vector width (VEC) and repeats (R)
+ *   reduce.c   the plan of shared-memory regions and barriers, then the
+ *              lowering of reductions (thread, shfl butterfly, shared memory)
+ *   lower.c    the kernel skeleton (prologue, grid-stride loop over program
+ *              instances, counted loops) and the dispatch over IR ops
+ *   memory.c   loads and stores: 16-byte vectors, masks as predicates
+ *   ptx_ops.c  the op -> PTX text table for the regular ops, and casts
+ *   emit.c     the arena, registers and the one printf-checked emitter
+ *   arch.c     arch -> minimum PTX ISA, and per-feature requirements
+ *   ptxas.c    running ptxas on PTX text (tools and tests; never on the
+ *              hot path), and parsing its -v report
+ *   codegen.c  tj_emit_ptx: the driver that calls the stages in order
+ *
+ * Everything a compile allocates lives in one arena freed at the end; only
+ * the PTX text outlives it. Nothing here prints, exits or keeps global state.
+ */
+#ifndef TJ_CODEGEN_H
+#define TJ_CODEGEN_H
+
+#include "ir/ir.h"
+
+/* ------------------------------------------------------------- arch.c */
+
+typedef struct CgArch {
+  int sm;             /* 10*major + minor */
+  int ptx;            /* lowest PTX ISA that knows the target, 10*major + minor */
+  const char *target; /* "sm_90" */
+} CgArch;
+
+/* Instructions that need more than the oldest supported arch and ISA. */
+enum {
+  CG_FEAT_CVT_BF16 = 1u << 0,     /* cvt.rn.bf16.f32: sm_80, PTX 7.0 */
+  CG_FEAT_CVT_F32_BF16 = 1u << 1, /* cvt.f32.bf16: sm_90, PTX 7.8 */
+};
+
+#define CG_DEFAULT_ARCH 90
+#define CG_PTX_MAX      90 /* the newest ISA this backend writes (CUDA 13.0) */
+
+const CgArch *cg_arch_find(int sm); /* NULL if the arch is not supported */
+int cg_arch_count(void);
+const CgArch *cg_arch_at(int i);
+bool cg_arch_has(int sm, unsigned feature);
+/* The lowest ISA that has the arch and every feature in the set. */
+int cg_ptx_version(int sm, unsigned features);
+
+/* ------------------------------------------------------------- emit.c */
+
+typedef struct CgChunk CgChunk;
+typedef struct CgArena {
+  CgChunk *head;
+} CgArena;
+void *cg_arena_alloc(CgArena *a, size_t size); /* zeroed; NULL on failure */
+void cg_arena_free(CgArena *a);
+
+/* Register classes; each has its own counter and declaration. */
+typedef enum CgClass { CG_PRED, CG_B16, CG_B32, CG_B64, CG_F32, CG_CLASS_COUNT } CgClass;
+
+/* A PTX operand: a virtual register, or an immediate of its class. A pred
+ * immediate stands for "always" (bits 1); it never reaches the text. */
+typedef struct CgOperand {
+  uint8_t cls; /* CgClass */
+  uint8_t imm;
+  uint32_t reg;
+  uint64_t bits;
+} CgOperand;
+
+typedef struct CgName {
+  char s[28];
+} CgName;
+
+typedef struct CgEmit {
+  TjBuf body;
+  uint32_t next[CG_CLASS_COUNT];
+  int labels;
+} CgEmit;
+
+CgOperand cg_reg(CgEmit *e, CgClass cls);
+CgOperand cg_imm(CgClass cls, uint64_t bits);
+CgOperand cg_imm_f32(float f);
+CgOperand cg_imm_int(CgClass cls, int64_t v);
+CgOperand cg_true(void);
+bool cg_is_true(CgOperand o);
+bool cg_same(CgOperand a, CgOperand b);
+/* "%f12", "0f3F800000", "-7", "0xFC00". */
+CgName cg_name(CgOperand o);
+#define CG_N(o) (cg_name(o).s)
+/* "[%rd5+512]", "[%r3]": base register plus a byte offset. */
+CgName cg_address(CgOperand base, int64_t offset);
+/* One instruction line: a tab, the text, a newline. */
+void cg_line(CgEmit *e, const char *fmt, ...) TJ_PRINTF(2, 3);
+/* A line as is (labels, comments). */
+void cg_raw(CgEmit *e, const char *fmt, ...) TJ_PRINTF(2, 3);
+/* ".reg .f32 %f<13>;" for each class used. */
+void cg_declarations(const CgEmit *e, TjBuf *out);
+
+/* Element types as PTX sees them. */
+CgClass cg_elem_class(tj_elem e);
+const char *cg_elem_ptx(tj_elem e); /* "f32", "s32", "s64", "b16", "pred" */
+int cg_elem_size(tj_elem e);
+
+/* ----------------------------------------------------------- analyze.c */
+
+/* How a value is held. A splat tile has one value for every element; an
+ * affine tile holds start + i at element i (an arange moved by a scalar);
+ * a per-slot tile has one register per element a thread owns. */
+typedef enum CgForm {
+  CG_FORM_NONE,
+  CG_FORM_SCALAR,
+  CG_FORM_POINTER,
+  CG_FORM_SPLAT,
+  CG_FORM_AFFINE,
+  CG_FORM_SLOTS,
+} CgForm;
+
+#define CG_POW2_MAX 30
+
+typedef struct CgFacts {
+  uint8_t *form;        /* per value: CgForm */
+  uint8_t *pow2;        /* per int scalar/splat: log2 of a power of two dividing it;
+                           per affine tile: the same for its start */
+  uint8_t *align;       /* per pointer: log2 of its guaranteed byte alignment */
+  uint8_t *uniform;     /* per value: equal in every program instance of a CTA */
+  uint8_t *invariant;   /* per value: equal in every instance; computed once */
+  uint8_t *monotone;    /* per pred tile: along increasing elements, true then false */
+  uint8_t *materialize; /* per affine tile: per-slot registers are needed */
+  uint8_t *reduces;     /* per FOR instruction: its body holds a reduction */
+  bool packable;        /* every loop holding a reduction has uniform bounds */
+  int max_ptr_size;     /* widest pointee of a pointer parameter (bytes) */
+} CgFacts;
+
+typedef struct CgCtx CgCtx;
+tj_status cg_analyze(CgCtx *c);
+
+/* ------------------------------------------------------------ layout.c */
+
+/* A tile of len elements: thread t of a lane group owns VEC contiguous
+ * elements at t*VEC + j*G*VEC for repeats j < reps; slot k = j*VEC + v. */
+typedef struct CgLayout {
+  int64_t len;
+  int vec, reps, slots;
+  int partial;       /* the repeat held by only some lanes, or -1 */
+  int partial_lanes; /* lanes below this hold the partial repeat */
+  CgOperand base32;  /* t*VEC as i32 (b32), and as i64 when asked for */
+  CgOperand base64;
+  CgOperand slot_ok; /* pred: this lane holds the partial repeat */
+  CgOperand guard;   /* per instance: slot_ok and the instance's validity */
+} CgLayout;
+
+#define CG_MAX_LAYOUTS  16
+#define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
+#define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
+
+int cg_default_num_warps(int64_t block, tj_dtype dtype);
+tj_status cg_plan_layout(CgCtx *c);
+CgLayout *cg_layout_of(CgCtx *c, int value);
+/* Element offset of slot k within the group's tile, relative to t*VEC. */
+int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot);
+/* The predicate guarding repeat j of layout l in this instance (or true). */
+CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat);
+
+/* ------------------------------------------------------------ reduce.c */
+
+typedef struct CgSite {
+  int8_t region;        /* shared-memory region of a cross-warp reduction */
+  int8_t extra_barrier; /* a bar.sync first, because both regions may be read */
+} CgSite;
+
+/* Plans regions and barriers of cross-warp reductions (per instruction). */
+tj_status cg_plan_barriers(CgCtx *c);
+void cg_lower_reduce(CgCtx *c, int inst);
+
+/* ------------------------------------------------------------ memory.c */
+
+void cg_lower_load(CgCtx *c, int inst);
+void cg_lower_store(CgCtx *c, int inst);
+void cg_lower_ptr_add(CgCtx *c, int inst);
+/* Elements one access of this load/store moves when threads own vec
+ * contiguous elements: up to 16 bytes when its offsets are arange + s with s
+ * and the pointer aligned enough; 1 (per-element accesses) otherwise. */
+int cg_access_chunk(CgCtx *c, int inst, int vec);
+
+/* ------------------------------------------------------------- ptx_ops.c */
+
+/* How lower.c treats an op: the regular ones are one table line each. */
+typedef enum CgLowering {
+  CG_LOWER_SPECIAL, /* written by hand in lower.c, memory.c or reduce.c */
+  CG_LOWER_REGULAR, /* d = text a[, b] */
+  CG_LOWER_COMPARE, /* setp.text.type */
+} CgLowering;
+
+typedef struct CgOpText {
+  CgLowering lowering;
+  const char *f32, *i32, *i64, *pred; /* the instruction, per operand type */
+} CgOpText;
+
+extern const CgOpText cg_op_text[TJ_OP_COUNT];
+const char *cg_op_instruction(tj_op op, tj_elem elem); /* NULL if none */
+/* d = cast a from elem `from` to elem `to`; a new register. */
+CgOperand cg_cast(CgCtx *c, CgOperand a, tj_elem from, tj_elem to);
+/* Emits a regular or compare op on one element. */
+CgOperand cg_apply(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, int nargs);
+/* A compare ANDed with a predicate in the same setp (setp.lt.and). */
+CgOperand cg_compare_and(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, CgOperand with);
+/* Reduction combiners: max/add of one element type. */
+CgOperand cg_combine(CgCtx *c, tj_op reduce, tj_elem elem, CgOperand a, CgOperand b);
+/* The reduction identity: -inf for max (with one more max against it, an
+ * all-NaN tile gives -inf, as the interpreter's fmaxf from -inf does), -0.0
+ * for sum, INT_MIN and 0 for i32. */
+CgOperand cg_identity(tj_op reduce, tj_elem elem);
+
+/* -------------------------------------------------------------- lower.c */
+
+/* Per value: how the lowering holds it. */
+typedef struct CgVal {
+  uint8_t form;    /* CgForm */
+  uint8_t elem;    /* tj_elem */
+  uint8_t guarded; /* pred tile: false wherever its slot's guard is (cg_guard) */
+  int16_t layout;
+  CgOperand op;     /* scalar, pointer, splat value, or affine start */
+  CgOperand *slots; /* per-slot registers (CG_FORM_SLOTS, materialized affine) */
+} CgVal;
+
+struct CgCtx {
+  tj_spec *spec;
+  tj_program *p;
+  int arch, ptx;
+  unsigned features;
+  bool annotate;
+  tj_status status; /* the first error; its message is on the spec */
+  CgArena arena;
+  CgEmit em;
+  CgFacts facts;
+  CgVal *vals;
+  CgSite *sites; /* per instruction */
+  /* The grid: T threads; G threads per program instance; P instances. */
+  int threads, warps, group, programs;
+  CgLayout layouts[CG_MAX_LAYOUTS];
+  int nlayouts;
+  /* Per-thread registers set in the prologue and per instance. */
+  CgOperand tid, lane, group_index, lane0, count;
+  CgOperand inst, inst_valid, pid, nprog;
+  CgOperand smem_write, smem_read; /* b32 shared addresses (region 0) */
+  int smem_region;                 /* bytes per region; 0 = no shared memory */
+  bool smem_used;
+};
+
+tj_status cg_fail(CgCtx *c, tj_status st, const char *fmt, ...) TJ_PRINTF(3, 4);
+bool cg_ok(const CgCtx *c);
+CgOperand cg_reg_of(CgCtx *c, tj_elem e);
+/* An operand as a register (immediates are moved into one). */
+CgOperand cg_in_reg(CgCtx *c, CgOperand o);
+/* Operand of value v at slot k: scalars and splats give their one value. */
+CgOperand cg_slot(CgCtx *c, int value, int slot);
+CgOperand cg_and_pred(CgCtx *c, CgOperand a, CgOperand b);
+CgOperand *cg_new_slots(CgCtx *c, int count);
+/* The whole kernel: prologue, instance loop, body, epilogue. */
+void cg_lower_kernel(CgCtx *c);
+
+/* ------------------------------------------------------------- ptxas.c */
+
+typedef struct CgPtxasEntry {
+  char name[64];
+  int registers;
+  int spill_stores, spill_loads, stack_frame;
+  int local_bytes; /* "bytes lmem" when reported */
+  int shared_bytes;
+} CgPtxasEntry;
+
+/* The ptxas to run: $PATH, then $CUDA_HOME/bin, then the default toolkit
+ * directory. Writes the path into out; false when none exists. */
+bool cg_ptxas_find(char *out, size_t size);
+/* Runs ptxas -v for arch on ptx; *log receives its whole output (release
+ * with tj_free). Returns TJ_OK when it assembled, TJ_ERR_TOOL otherwise. */
+tj_status cg_ptxas_run(const char *ptxas, const char *ptx, int arch, char **log);
+/* Parses the -v report: up to max entries into out; returns the count. */
+int cg_ptxas_parse(const char *log, CgPtxasEntry *out, int max);
+
+/* ---------------------------------------------------- embedded templates */
+
+extern const char tj_template_ptx_prologue[];
+
+#endif /* TJ_CODEGEN_H */

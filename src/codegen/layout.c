@@ -1,0 +1,172 @@
+/*
+ * layout.c — how tiles are spread over the threads of a CTA.
+ *
+ * A CTA has T = 32 * num_warps threads. A program instance (a row) gets a
+ * lane group of G threads, so P = T / G instances run side by side:
+ *
+ *   - rows of up to 1024 elements stay inside one warp: G = the number of
+ *     vectors in the row, at most 32 lanes (1, 2, 4, ..., 32), and no shared
+ *     memory or barrier is ever needed;
+ *   - longer rows spread over min(T, vectors) threads, whole warps.
+ *   - when a loop that holds a reduction has bounds that differ between
+ *     instances, instances do not share a CTA at all (G = T), so that every
+ *     shfl.sync and bar.sync is reached by all threads the same number of times.
+ *
+ * Within its group, thread t owns VEC contiguous elements at t*VEC + j*G*VEC
+ * for each repeat j < R, so a warp's accesses are coalesced vectors. VEC is
+ * min(16, ALIGN) bytes of the narrowest element moved by memory ops on tiles
+ * of that length (4 for f32, 8 for f16/bf16 at ALIGN 16), provided that at
+ * least one of them is provably contiguous and aligned; otherwise 1. VEC
+ * divides the tile's length, so a vector is either wholly inside the tile or
+ * wholly outside. A repeat that only some lanes hold is guarded by a
+ * predicate (slot_ok).
+ *
+ * Also here: the default num_warps table (see cg_default_num_warps).
+ */
+#include "codegen/codegen.h"
+
+/*
+ * Default warps per CTA by BLOCK, the same for every dtype because the
+ * registers a thread needs follow the elements it holds, all computed in f32:
+ *
+ *   BLOCK          warps  layout (VEC 4 f32, 8 f16/bf16)       row values per thread
+ *   1 .. 1024        4    lane groups of 1..32 lanes, 4+ rows   VEC .. 32
+ *   2048             4    one row per CTA, 128 threads           16
+ *   4096             8    256 threads                            16
+ *   8192            16    512 threads                            16
+ *   16384           16    512 threads                            32
+ *   32768           32    1024 threads                           32
+ *
+ * Every default specialization of the softmax templates assembles with no
+ * spill and no local memory (checked by tests/test_ptxas_sweep.c).
+ */
+int cg_default_num_warps(int64_t block, tj_dtype dtype) {
+  (void)dtype;
+  if (block <= 2048) return 4;
+  if (block <= 4096) return 8;
+  if (block <= 16384) return 16;
+  return 32;
+}
+
+static int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+static int64_t low_bit(int64_t v) { return v & -v; }
+
+static int find_layout(const CgCtx *c, int64_t len) {
+  for (int i = 0; i < c->nlayouts; i++)
+    if (c->layouts[i].len == len) return i;
+  return -1;
+}
+
+static tj_status collect_lengths(CgCtx *c) {
+  for (int v = 0; v < c->p->nvalues; v++) {
+    tj_type t = c->p->types[v];
+    if (t.shape != TJ_TILE) continue;
+    int64_t len = ir_tile_len(c->p, t);
+    int at = find_layout(c, len);
+    if (at < 0) {
+      if (c->nlayouts == CG_MAX_LAYOUTS)
+        return cg_fail(c, TJ_ERR_UNSUPPORTED, "codegen: more than %d distinct tile lengths",
+                       CG_MAX_LAYOUTS);
+      at = c->nlayouts++;
+      c->layouts[at].len = len;
+    }
+    c->vals[v].layout = (int16_t)at;
+  }
+  return TJ_OK;
+}
+
+static bool is_memory(const IrInst *in) { return in->op == TJ_OP_LOAD || in->op == TJ_OP_STORE; }
+
+static int pointee_size(const CgCtx *c, const IrInst *in) {
+  return cg_elem_size((tj_elem)c->p->types[in->args[0]].elem);
+}
+
+/* The candidate VEC of a layout: min(16, ALIGN) bytes of its narrowest
+ * memory element, at most the largest power of two dividing its length. */
+static int candidate_vec(CgCtx *c, int layout) {
+  int narrow = 0;
+  for (int i = 0; i < c->p->ninsts; i++) {
+    const IrInst *in = &c->p->insts[i];
+    if (!is_memory(in) || c->vals[in->args[1]].layout != layout) continue;
+    int size = pointee_size(c, in);
+    if (!narrow || size < narrow) narrow = size;
+  }
+  int bytes = c->spec->align < 16 ? c->spec->align : 16;
+  int64_t vec = narrow ? bytes / narrow : 1;
+  if (vec < 1) vec = 1;
+  if (vec > low_bit(c->layouts[layout].len)) vec = (int)low_bit(c->layouts[layout].len);
+  return (int)vec;
+}
+
+/* VEC, if at least one memory op on the layout moves whole vectors. */
+static void choose_vec(CgCtx *c, int layout) {
+  int vec = candidate_vec(c, layout);
+  bool contiguous = false;
+  for (int i = 0; i < c->p->ninsts && vec > 1 && !contiguous; i++) {
+    const IrInst *in = &c->p->insts[i];
+    contiguous =
+        is_memory(in) && c->vals[in->args[1]].layout == layout && cg_access_chunk(c, i, vec) > 1;
+  }
+  c->layouts[layout].vec = contiguous ? vec : 1;
+}
+
+static void choose_group(CgCtx *c) {
+  int64_t longest = 1;
+  int vec = 1;
+  for (int i = 0; i < c->nlayouts; i++)
+    if (c->layouts[i].len > longest) {
+      longest = c->layouts[i].len;
+      vec = c->layouts[i].vec;
+    }
+  int64_t vectors = pow2_ceil((longest + vec - 1) / vec);
+  int64_t group = c->threads;
+  if (c->facts.packable && longest <= CG_WARP_ROW_MAX)
+    group = vectors < 32 ? vectors : 32;
+  else if (c->facts.packable && vectors < c->threads)
+    group = vectors < 32 ? 32 : vectors;
+  c->group = (int)group;
+  c->programs = c->threads / c->group;
+}
+
+static tj_status shape_layout(CgCtx *c, CgLayout *l) {
+  int64_t span = (int64_t)c->group * l->vec;
+  int64_t reps = (l->len + span - 1) / span;
+  if (reps * l->vec > CG_MAX_SLOTS)
+    return cg_fail(
+        c, TJ_ERR_UNSUPPORTED,
+        "codegen: a tile of %lld elements needs %lld per thread with %d warps (at most %d); "
+        "use more warps or a smaller BLOCK",
+        (long long)l->len, (long long)(reps * l->vec), c->warps, CG_MAX_SLOTS);
+  l->reps = (int)reps;
+  l->slots = l->reps * l->vec;
+  l->partial = l->len % span ? l->reps - 1 : -1;
+  l->partial_lanes = (int)((l->len - (reps - 1) * span) / l->vec);
+  l->slot_ok = l->guard = cg_true();
+  return TJ_OK;
+}
+
+tj_status cg_plan_layout(CgCtx *c) {
+  c->warps = c->spec->num_warps;
+  c->threads = 32 * c->warps;
+  tj_status st = collect_lengths(c);
+  if (st != TJ_OK) return st;
+  for (int i = 0; i < c->nlayouts; i++) choose_vec(c, i);
+  choose_group(c);
+  for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
+  return st;
+}
+
+CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].layout]; }
+
+int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot) {
+  return (int64_t)(slot / l->vec) * c->group * l->vec + slot % l->vec;
+}
+
+CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat) {
+  return repeat == l->partial ? l->guard : c->inst_valid;
+}

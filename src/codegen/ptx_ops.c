@@ -1,0 +1,231 @@
+/*
+ * ptx_ops.c — the PTX text of the regular ops, one table line per op of the
+ * IR's op table, and the few elementwise ops that take more than one line:
+ * exp, log, select on predicates, and casts.
+ *
+ * Math follows the IR's semantics:
+ *   add, sub, mul    IEEE round-to-nearest (.rn, so ptxas does not contract
+ *                    an IR mul and add into one fma the interpreter lacks);
+ *   div              div.rn.f32 (a tile divided by a scalar is turned into
+ *                    one rcp.rn and a multiply per element by lower.c);
+ *   max, min         max.f32 / min.f32 return the other operand of a NaN,
+ *                    like fmaxf;
+ *   exp(x)           ex2.approx.ftz(x * log2 e), the multiply written as a
+ *                    plain mul after any subtraction the program did first;
+ *   exp2, log        ex2.approx.ftz, and lg2.approx.ftz times ln 2;
+ *   compares         ordered (false on NaN), except ne, which is unordered.
+ *
+ * Casts follow the interpreter: to a float type they round to nearest even
+ * (once), to an integer they truncate and saturate (cvt.rzi; NaN gives 0).
+ * bf16 conversions use cvt where the arch has it (f32 -> bf16 from sm_80,
+ * bf16 -> f32 from sm_90) and an exact integer sequence elsewhere; other
+ * casts between f16/bf16 and integers go through f32 (an integer beyond
+ * 2^24 cast to bf16 is then rounded twice).
+ */
+#include "codegen/codegen.h"
+
+#define REG CG_LOWER_REGULAR
+#define CMP CG_LOWER_COMPARE
+
+const CgOpText cg_op_text[TJ_OP_COUNT] = {
+    [TJ_OP_ADD] = {REG, "add.rn.f32", "add.s32", "add.s64", NULL},
+    [TJ_OP_SUB] = {REG, "sub.rn.f32", "sub.s32", "sub.s64", NULL},
+    [TJ_OP_MUL] = {REG, "mul.rn.f32", "mul.lo.s32", "mul.lo.s64", NULL},
+    [TJ_OP_DIV] = {REG, "div.rn.f32", NULL, NULL, NULL},
+    [TJ_OP_MAX] = {REG, "max.f32", "max.s32", "max.s64", NULL},
+    [TJ_OP_MIN] = {REG, "min.f32", "min.s32", "min.s64", NULL},
+    [TJ_OP_NEG] = {REG, "neg.f32", "neg.s32", "neg.s64", NULL},
+    [TJ_OP_EXP2] = {REG, "ex2.approx.ftz.f32", NULL, NULL, NULL},
+    [TJ_OP_LT] = {CMP, "lt", "lt", "lt", NULL},
+    [TJ_OP_LE] = {CMP, "le", "le", "le", NULL},
+    [TJ_OP_GT] = {CMP, "gt", "gt", "gt", NULL},
+    [TJ_OP_GE] = {CMP, "ge", "ge", "ge", NULL},
+    [TJ_OP_EQ] = {CMP, "eq", "eq", "eq", NULL},
+    [TJ_OP_NE] = {CMP, "neu", "ne", "ne", NULL},
+    [TJ_OP_AND] = {REG, NULL, NULL, NULL, "and.pred"},
+    [TJ_OP_OR] = {REG, NULL, NULL, NULL, "or.pred"},
+};
+_Static_assert(TJ_COUNTOF(cg_op_text) == TJ_OP_COUNT, "one PTX table line per op");
+
+#define LOG2_E 1.4426950408889634f
+#define LN_2   0.6931471805599453f
+
+const char *cg_op_instruction(tj_op op, tj_elem elem) {
+  if ((unsigned)op >= TJ_OP_COUNT) return NULL;
+  const CgOpText *t = &cg_op_text[op];
+  switch (elem) {
+  case TJ_F32: return t->f32;
+  case TJ_I32: return t->i32;
+  case TJ_I64: return t->i64;
+  case TJ_PRED: return t->pred;
+  default: return NULL;
+  }
+}
+
+static CgOperand unsupported(CgCtx *c, const char *what, tj_elem elem) {
+  cg_fail(c, TJ_ERR_UNSUPPORTED, "codegen: %s on %s is not supported", what, ir_elem_name(elem));
+  return cg_imm(CG_B32, 0);
+}
+
+static CgOperand regular(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *a, int n) {
+  const char *text = cg_op_instruction(op, elem);
+  if (!text) return unsupported(c, ir_ops[op].name, elem);
+  CgOperand d = cg_reg_of(c, elem);
+  if (n == 1)
+    cg_line(&c->em, "%s %s, %s;", text, CG_N(d), CG_N(a[0]));
+  else
+    cg_line(&c->em, "%s %s, %s, %s;", text, CG_N(d), CG_N(a[0]), CG_N(a[1]));
+  return d;
+}
+
+static CgOperand compare(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *a) {
+  return cg_compare_and(c, op, elem, a, cg_true());
+}
+
+CgOperand cg_compare_and(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *a, CgOperand with) {
+  const char *text = cg_op_instruction(op, elem);
+  if (!text || cg_op_text[op].lowering != CG_LOWER_COMPARE)
+    return unsupported(c, ir_ops[op].name, elem);
+  CgOperand d = cg_reg(&c->em, CG_PRED);
+  if (cg_is_true(with))
+    cg_line(&c->em, "setp.%s.%s %s, %s, %s;", text, cg_elem_ptx(elem), CG_N(d), CG_N(a[0]),
+            CG_N(a[1]));
+  else
+    cg_line(&c->em, "setp.%s.and.%s %s, %s, %s, %s;", text, cg_elem_ptx(elem), CG_N(d), CG_N(a[0]),
+            CG_N(a[1]), CG_N(with));
+  return d;
+}
+
+/* e^a = 2^(a log2 e); ln a = log2(a) ln 2. */
+static CgOperand exp_log(CgCtx *c, tj_op op, CgOperand a) {
+  CgOperand t = cg_reg(&c->em, CG_F32), d = cg_reg(&c->em, CG_F32);
+  if (op == TJ_OP_EXP) {
+    cg_line(&c->em, "mul.f32 %s, %s, %s;", CG_N(t), CG_N(a), CG_N(cg_imm_f32(LOG2_E)));
+    cg_line(&c->em, "ex2.approx.ftz.f32 %s, %s;", CG_N(d), CG_N(t));
+  } else {
+    cg_line(&c->em, "lg2.approx.ftz.f32 %s, %s;", CG_N(t), CG_N(a));
+    cg_line(&c->em, "mul.f32 %s, %s, %s;", CG_N(d), CG_N(t), CG_N(cg_imm_f32(LN_2)));
+  }
+  return d;
+}
+
+/* a ? b : c; on predicates (a and b) or (c and not a). */
+static CgOperand select(CgCtx *c, tj_elem elem, const CgOperand *a) {
+  CgOperand d = cg_reg_of(c, elem);
+  if (elem != TJ_PRED) {
+    const char *type = elem == TJ_F16 || elem == TJ_BF16 ? "b16" : cg_elem_ptx(elem);
+    cg_line(&c->em, "selp.%s %s, %s, %s, %s;", type, CG_N(d), CG_N(a[1]), CG_N(a[2]), CG_N(a[0]));
+    return d;
+  }
+  CgOperand t = cg_reg(&c->em, CG_PRED), u = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "and.pred %s, %s, %s;", CG_N(t), CG_N(a[0]), CG_N(a[1]));
+  cg_line(&c->em, "and.pred %s, %s, !%s;", CG_N(u), CG_N(a[2]), CG_N(a[0]));
+  cg_line(&c->em, "or.pred %s, %s, %s;", CG_N(d), CG_N(t), CG_N(u));
+  return d;
+}
+
+CgOperand cg_apply(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, int nargs) {
+  switch (cg_op_text[op].lowering) {
+  case CG_LOWER_REGULAR: return regular(c, op, elem, args, nargs);
+  case CG_LOWER_COMPARE: return compare(c, op, elem, args);
+  default: break;
+  }
+  if (op == TJ_OP_EXP || op == TJ_OP_LOG) return exp_log(c, op, args[0]);
+  if (op == TJ_OP_SELECT) return select(c, elem, args);
+  return unsupported(c, ir_ops[op].name, elem);
+}
+
+CgOperand cg_combine(CgCtx *c, tj_op reduce, tj_elem elem, CgOperand a, CgOperand b) {
+  CgOperand args[2] = {a, b};
+  tj_op op = reduce == TJ_OP_REDUCE_MAX ? TJ_OP_MAX : TJ_OP_ADD;
+  if (op == TJ_OP_ADD && elem == TJ_F32) {
+    CgOperand d = cg_reg(&c->em, CG_F32);
+    cg_line(&c->em, "add.f32 %s, %s, %s;", CG_N(d), CG_N(a), CG_N(b));
+    return d;
+  }
+  return regular(c, op, elem, args, 2);
+}
+
+CgOperand cg_identity(tj_op reduce, tj_elem elem) {
+  if (elem == TJ_I32) return cg_imm_int(CG_B32, reduce == TJ_OP_REDUCE_MAX ? INT32_MIN : 0);
+  return cg_imm(CG_F32, reduce == TJ_OP_REDUCE_MAX ? 0xFF800000u : 0x80000000u);
+}
+
+/* ---- casts --------------------------------------------------------------- */
+
+static CgOperand cvt(CgCtx *c, const char *text, CgClass to, CgOperand a) {
+  CgOperand d = cg_reg(&c->em, to);
+  cg_line(&c->em, "cvt%s %s, %s;", text, CG_N(d), CG_N(a));
+  return d;
+}
+
+/* bf16 -> f32 is exact: the 16 bits are the top half of the f32. */
+static CgOperand bf16_to_f32(CgCtx *c, CgOperand a) {
+  if (cg_arch_has(c->arch, CG_FEAT_CVT_F32_BF16)) {
+    c->features |= CG_FEAT_CVT_F32_BF16;
+    return cvt(c, ".f32.bf16", CG_F32, a);
+  }
+  CgOperand wide = cvt(c, ".u32.u16", CG_B32, a), d = cg_reg(&c->em, CG_F32);
+  cg_line(&c->em, "shl.b32 %s, %s, 16;", CG_N(d), CG_N(wide));
+  return d;
+}
+
+/* f32 -> bf16, round to nearest even: add 0x7fff plus the lowest kept bit,
+ * keep the top half; NaN becomes the canonical 0x7fff, as cvt gives. */
+static CgOperand f32_to_bf16(CgCtx *c, CgOperand a) {
+  if (cg_arch_has(c->arch, CG_FEAT_CVT_BF16)) {
+    c->features |= CG_FEAT_CVT_BF16;
+    return cvt(c, ".rn.bf16.f32", CG_B16, a);
+  }
+  CgEmit *e = &c->em;
+  CgOperand bits = cg_reg(e, CG_B32), lsb = cg_reg(e, CG_B32), sum = cg_reg(e, CG_B32);
+  CgOperand nan = cg_reg(e, CG_PRED), low = cg_reg(e, CG_B16), d = cg_reg(e, CG_B16);
+  cg_line(e, "mov.b32 %s, %s;", CG_N(bits), CG_N(a));
+  cg_line(e, "bfe.u32 %s, %s, 16, 1;", CG_N(lsb), CG_N(bits));
+  cg_line(e, "add.s32 %s, %s, %s;", CG_N(sum), CG_N(bits), CG_N(lsb));
+  cg_line(e, "add.s32 %s, %s, 32767;", CG_N(sum), CG_N(sum));
+  cg_line(e, "setp.nan.f32 %s, %s, %s;", CG_N(nan), CG_N(a), CG_N(a));
+  cg_line(e, "selp.b32 %s, 2147418112, %s, %s;", CG_N(sum), CG_N(sum), CG_N(nan));
+  cg_line(e, "mov.b32 {%s, %s}, %s;", CG_N(low), CG_N(d), CG_N(sum));
+  return d;
+}
+
+static bool is_half(tj_elem e) { return e == TJ_F16 || e == TJ_BF16; }
+
+static CgOperand to_f32(CgCtx *c, CgOperand a, tj_elem from) {
+  switch (from) {
+  case TJ_I32: return cvt(c, ".rn.f32.s32", CG_F32, a);
+  case TJ_I64: return cvt(c, ".rn.f32.s64", CG_F32, a);
+  case TJ_F16: return cvt(c, ".f32.f16", CG_F32, a);
+  case TJ_BF16: return bf16_to_f32(c, a);
+  default: return a;
+  }
+}
+
+static CgOperand from_f32(CgCtx *c, CgOperand a, tj_elem to) {
+  switch (to) {
+  case TJ_I32: return cvt(c, ".rzi.s32.f32", CG_B32, a);
+  case TJ_I64: return cvt(c, ".rzi.s64.f32", CG_B64, a);
+  case TJ_F16: return cvt(c, ".rn.f16.f32", CG_B16, a);
+  case TJ_BF16: return f32_to_bf16(c, a);
+  default: return a;
+  }
+}
+
+CgOperand cg_cast(CgCtx *c, CgOperand a, tj_elem from, tj_elem to) {
+  if (from == to) return a;
+  if (a.imm && (from == TJ_I32 || from == TJ_I64) && (to == TJ_I32 || to == TJ_I64)) {
+    int64_t v = from == TJ_I32 ? (int64_t)(int32_t)a.bits : (int64_t)a.bits;
+    return cg_imm_int(cg_elem_class(to), to == TJ_I32 ? (int64_t)(int32_t)(uint32_t)v : v);
+  }
+  if (from == TJ_I32 && to == TJ_I64) return cvt(c, ".s64.s32", CG_B64, cg_in_reg(c, a));
+  if (from == TJ_I64 && to == TJ_I32) return cvt(c, ".u32.u64", CG_B32, cg_in_reg(c, a));
+  if (from == TJ_PRED || to == TJ_PRED) return unsupported(c, "cast", TJ_PRED);
+  a = cg_in_reg(c, a);
+  if (from == TJ_F32 || to == TJ_F32)
+    return from == TJ_F32 ? from_f32(c, a, to) : to_f32(c, a, from);
+  if (to == TJ_F16 && (from == TJ_I32 || from == TJ_I64)) /* one rounding, as the IR says */
+    return cvt(c, from == TJ_I32 ? ".rn.f16.s32" : ".rn.f16.s64", CG_B16, a);
+  if (is_half(from) || is_half(to)) return from_f32(c, to_f32(c, a, from), to);
+  return unsupported(c, "cast", from);
+}

@@ -1,0 +1,155 @@
+/*
+ * reduce.c — reductions of a tile to a scalar, in up to three levels, each
+ * only where the layout needs it:
+ *
+ *   1. within a thread: a pairwise tree over its slots (independent adds
+ *      and maxes, not one long chain); a slot outside the tile (a partial
+ *      repeat) contributes the identity: -inf for max, -0.0 for sum. max.f32
+ *      ignores NaN as fmaxf does; a last max against -inf makes a thread
+ *      whose elements are all NaN give -inf, as the interpreter's reduction
+ *      (fmaxf starting from -inf) does, so NaN never reaches the butterfly;
+ *   2. across the lanes of a group: shfl.sync.bfly.b32 with offsets G/2 ...
+ *      1 (16, 8, 4, 2, 1 for whole warps), after which every lane holds the
+ *      result (both partners add the same two values, so bit for bit);
+ *   3. across the warps of a group (groups wider than a warp only): lane 0
+ *      of each warp stores its partial in shared memory, bar.sync, and every
+ *      thread reads its group's partials and combines them in the same order.
+ *
+ * Level 3 uses two shared-memory regions. A region may be written again only
+ * after a barrier that follows every read of it; cg_plan_barriers walks the
+ * program (loops to a fixpoint, the loop over instances included) and picks
+ * for each reduction a region nobody may still be reading, adding a barrier
+ * only when both might be. Softmax's max and sum alternate and need none.
+ */
+#include "codegen/codegen.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool is_reduce(const IrInst *in) {
+  return in->op == TJ_OP_REDUCE_MAX || in->op == TJ_OP_REDUCE_SUM;
+}
+
+/* ---- plan ------------------------------------------------------------------- */
+
+/* dirty: bit r set when some thread may still read region r. */
+static void site(CgCtx *c, int inst, unsigned *dirty) {
+  int region = !(*dirty & 1u) ? 0 : !(*dirty & 2u) ? 1 : -1;
+  c->sites[inst].extra_barrier = region < 0;
+  if (region < 0) region = 0;
+  c->sites[inst].region = (int8_t)region;
+  *dirty = 1u << region;
+}
+
+static unsigned walk(CgCtx *c, int from, int to, unsigned dirty);
+
+/* A loop's head sees its entry and the end of any iteration. */
+static unsigned loop(CgCtx *c, int from, int to, unsigned entry) {
+  unsigned head = entry;
+  for (int pass = 0; pass < 8; pass++) {
+    unsigned merged = head | walk(c, from, to, head);
+    if (merged == head) break;
+    head = merged;
+  }
+  return head;
+}
+
+static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
+  for (int i = from; i < to; i++) {
+    const IrInst *in = &c->p->insts[i];
+    if (in->op == TJ_OP_FOR) {
+      int end = (int)in->iimm;
+      dirty = loop(c, i + 1, end, dirty);
+      i = end;
+    } else if (is_reduce(in)) {
+      site(c, i, &dirty);
+    }
+  }
+  return dirty;
+}
+
+tj_status cg_plan_barriers(CgCtx *c) {
+  c->sites = cg_arena_alloc(&c->arena, sizeof *c->sites * ((size_t)c->p->ninsts + 1));
+  if (!c->sites) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  if (c->group > 32) loop(c, 0, c->p->ninsts, 0);
+  return TJ_OK;
+}
+
+/* ---- lowering ---------------------------------------------------------------- */
+
+/* Combines n values pairwise, level by level, into v[0]. */
+static CgOperand tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n) {
+  while (n > 1) {
+    int half = n / 2;
+    for (int i = 0; i < half; i++) v[i] = cg_combine(c, op, elem, v[2 * i], v[2 * i + 1]);
+    if (n % 2) v[half] = v[n - 1];
+    n = half + n % 2;
+  }
+  return v[0];
+}
+
+static CgOperand within_thread(CgCtx *c, const IrInst *in, tj_elem elem) {
+  CgLayout *l = cg_layout_of(c, in->args[0]);
+  CgOperand *v = cg_new_slots(c, l->slots);
+  if (!v) return cg_imm(CG_B32, 0);
+  for (int k = 0; k < l->slots; k++) {
+    v[k] = cg_slot(c, in->args[0], k);
+    if (k / l->vec != l->partial) continue;
+    CgOperand d = cg_reg_of(c, elem);
+    cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d), CG_N(v[k]),
+            CG_N(cg_identity((tj_op)in->op, elem)), CG_N(l->slot_ok));
+    v[k] = d;
+  }
+  CgOperand x = tree(c, (tj_op)in->op, elem, v, l->slots);
+  if (in->op == TJ_OP_REDUCE_MAX && elem == TJ_F32)
+    x = cg_combine(c, TJ_OP_REDUCE_MAX, elem, x, cg_identity(TJ_OP_REDUCE_MAX, elem));
+  return x;
+}
+
+static CgOperand across_lanes(CgCtx *c, tj_op op, tj_elem elem, CgOperand x) {
+  int lanes = c->group < 32 ? c->group : 32;
+  for (int offset = lanes / 2; offset >= 1; offset /= 2) {
+    x = cg_in_reg(c, x);
+    CgOperand t = cg_reg_of(c, elem);
+    cg_line(&c->em, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", CG_N(t), CG_N(x), offset);
+    x = cg_combine(c, op, elem, x, t);
+  }
+  return x;
+}
+
+static CgOperand across_warps(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
+  const CgSite *s = &c->sites[inst];
+  int warps = c->group / 32, at = s->region * c->smem_region;
+  const char *type = elem == TJ_F32 ? "f32" : "b32";
+  CgOperand v[32];
+  if (s->extra_barrier) cg_line(&c->em, "bar.sync 0;");
+  x = cg_in_reg(c, x);
+  cg_line(&c->em, "@%s st.shared.%s %s, %s;", CG_N(c->lane0), type, cg_address(c->smem_write, at).s,
+          CG_N(x));
+  cg_line(&c->em, "bar.sync 0;");
+  for (int w = 0; w < warps;) {
+    int n = warps - w >= 4 ? 4 : warps - w >= 2 ? 2 : 1;
+    char list[128] = "";
+    for (int i = 0; i < n; i++) {
+      v[w + i] = cg_reg_of(c, elem);
+      size_t len = strlen(list);
+      snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", CG_N(v[w + i]));
+    }
+    if (n == 1)
+      cg_line(&c->em, "ld.shared.%s %s, %s;", type, list, cg_address(c->smem_read, at + 4 * w).s);
+    else
+      cg_line(&c->em, "ld.shared.v%d.%s {%s}, %s;", n, type, list,
+              cg_address(c->smem_read, at + 4 * w).s);
+    w += n;
+  }
+  return tree(c, (tj_op)c->p->insts[inst].op, elem, v, warps);
+}
+
+void cg_lower_reduce(CgCtx *c, int inst) {
+  const IrInst *in = &c->p->insts[inst];
+  tj_elem elem = (tj_elem)c->p->types[in->args[0]].elem;
+  CgOperand x = within_thread(c, in, elem);
+  x = across_lanes(c, (tj_op)in->op, elem, x);
+  if (c->group > 32) x = across_warps(c, inst, elem, x);
+  c->vals[in->result].op = x;
+}

@@ -1,0 +1,95 @@
+/*
+ * test_ptx_golden.c — softmax PTX compared byte for byte with the listings
+ * in tests/golden/. A difference fails with the first differing line.
+ *
+ * After an intended change to the code generator, regenerate the files with
+ *
+ *   TJ_BLESS=1 ./build/tests/test_ptx_golden
+ *
+ * and review the diff before committing it (tests/README.md).
+ */
+#include "support_ptx.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Golden {
+  const char *file;
+  SoftmaxConfig cfg;
+} Golden;
+
+static const Golden goldens[] = {
+    {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0}},
+    {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0}},
+    {"softmax_f32_n4096_w8_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0}},
+    {"softmax_f16_n1024_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0}},
+    {"softmax_online_f32_n100000_sm90.ptx",
+     {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}},
+    {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0}},
+};
+
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = size >= 0 ? malloc((size_t)size + 1) : NULL;
+  if (text) text[fread(text, 1, (size_t)size, f)] = '\0';
+  fclose(f);
+  return text;
+}
+
+/* "line 12: got '...', want '...'" for the first differing line. */
+static void first_difference(const char *got, const char *want, char *out, size_t size) {
+  int line = 1;
+  while (*got && *got == *want) {
+    if (*got == '\n') line++;
+    got++, want++;
+  }
+  while (line > 1 && got[-1] != '\n') got--, want--;
+  snprintf(out, size, "line %d: got '%.*s', want '%.*s'", line, (int)strcspn(got, "\n"), got,
+           (int)strcspn(want, "\n"), want);
+}
+
+START_TEST(matches_golden) {
+  const Golden *g = &goldens[_i];
+  char path[1024], why[1200] = "";
+  snprintf(path, sizeof path, "%s/tests/golden/%s", TJ_SOURCE_DIR, g->file);
+  char *ptx = softmax_ptx(&g->cfg, NULL, NULL, why, sizeof why);
+  ck_assert_msg(ptx != NULL, "%s: %s", g->file, why);
+  const char *bless = getenv("TJ_BLESS");
+  if (bless && *bless && strcmp(bless, "0") != 0) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f && fputs(ptx, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+    fprintf(stderr, "blessed %s\n", path);
+  } else {
+    char *want = read_all(path);
+    ck_assert_msg(want != NULL, "%s is missing: run TJ_BLESS=1 %s", path, "test_ptx_golden");
+    char diff[1024] = "";
+    if (strcmp(ptx, want) != 0) first_difference(ptx, want, diff, sizeof diff);
+    ck_assert_msg(strcmp(ptx, want) == 0, "%s differs: %s (TJ_BLESS=1 regenerates it)", g->file,
+                  diff);
+    free(want);
+  }
+  tj_free(ptx);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("ptx_golden");
+  TCase *t = tcase_create("golden");
+  tcase_add_loop_test(t, matches_golden, 0, (int)(sizeof goldens / sizeof goldens[0]));
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}

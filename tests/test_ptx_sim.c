@@ -1,0 +1,225 @@
+/*
+ * test_ptx_sim.c — generated PTX executed by the PTX simulator
+ * (support_ptxsim.c) and compared with the CPU interpreter, the IR's
+ * reference semantics. This is how CI, which has no GPU, checks that the
+ * kernels compute the right thing: layouts, lane groups, masks and partial
+ * vectors, reductions at all three levels, the grid-stride loop with fewer
+ * CTAs than rows, loops, casts per arch. The simulator also fails on any
+ * out-of-bounds or misaligned global access and on a shfl.sync or bar.sync
+ * that not every thread reaches.
+ *
+ * Softmax: widths around every layout boundary, three dtypes, several warp
+ * counts, aligned and unaligned rows, rows of -inf, NaN and +inf. Random
+ * programs (support_randprog.c): every output element must match the
+ * interpreter's within a tolerance that covers ex2.approx and the order of
+ * sums, and exactly the same elements must be written.
+ */
+#include "codegen/codegen.h"
+#include "support.h"
+#include "support_ptxsim.h"
+#include "support_randprog.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* PTX for s (arch), then run on ctas = half the CTAs the grid needs. */
+static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_t grid, char *why,
+                     size_t size) {
+  tj_codegen_options o = {arch, 0, 0};
+  tj_kernel_info info;
+  char *ptx = NULL;
+  if (tj_emit_ptx(s, &o, &ptx, &info) != TJ_OK) {
+    snprintf(why, size, "emit: %s", tj_spec_error(s));
+    return false;
+  }
+  int64_t ctas = (grid + info.programs_per_cta - 1) / info.programs_per_cta;
+  ctas = ctas > 1 ? ctas / 2 : 1;
+  bool ok = ptxsim_run(ptx, args, nargs, grid, (int)ctas, why, size);
+  tj_free(ptx);
+  return ok;
+}
+
+/* ---- softmax ------------------------------------------------------------------ */
+
+typedef struct Case {
+  tj_softmax_template which;
+  tj_dtype dtype;
+  int64_t n;
+  int warps, align, arch;
+} Case;
+
+/* Row r of x gets: 0 random, 1 all -inf, 2 one NaN, 3 one +inf, 4 -inf mixed in. */
+static void fill(TjMatrix *x, TjRng *rng) {
+  matrix_fill_random(x, rng, 3.0, 100.0);
+  for (int64_t r = 1; r < x->rows; r++)
+    for (int64_t c = 0; c < x->cols; c++) {
+      int kind = (int)(r % 5);
+      if (kind == 1) matrix_set(x, r, c, -INFINITY);
+      if (kind == 2 && c == x->cols / 2) matrix_set(x, r, c, NAN);
+      if (kind == 3 && c == x->cols - 1) matrix_set(x, r, c, INFINITY);
+      if (kind == 4 && c % 3 == 0) matrix_set(x, r, c, -INFINITY);
+    }
+}
+
+static void run_softmax(const Case *k) {
+  tj_program *p;
+  tj_spec *s;
+  tj_spec_options o;
+  ck_assert_int_eq(tj_softmax_program(k->which, k->n, &p), TJ_OK);
+  ck_assert_int_eq(tj_softmax_spec_options(k->which, k->dtype, k->n, &o), TJ_OK);
+  o.num_warps = k->warps;
+  o.align = k->align;
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  int64_t per = k->align ? k->align / (int64_t)dtype_bytes(k->dtype) : 0;
+  int64_t rows = 11, stride = per > 1 ? (k->n + per) / per * per : k->n + 3;
+  TjMatrix x, y, want;
+  TjRng rng;
+  rng_seed(&rng, test_seed((uint64_t)k->n, (uint64_t)k->dtype, (uint64_t)k->warps));
+  ck_assert(matrix_alloc(&x, k->dtype, rows, k->n, stride, 8));
+  ck_assert(matrix_alloc(&y, k->dtype, rows, k->n, stride, 8));
+  ck_assert(matrix_alloc(&want, k->dtype, rows, k->n, stride, 8));
+  fill(&x, &rng);
+  tj_arg args[5] = {{TJ_ARG_PTR, {.ptr = want.data}, want.bytes},
+                    {TJ_ARG_PTR, {.ptr = x.data}, x.bytes},
+                    {TJ_ARG_INT, {.i = stride}, 0},
+                    {TJ_ARG_INT, {.i = stride}, 0},
+                    {TJ_ARG_INT, {.i = k->n}, 0}};
+  ck_assert_msg(tj_interpret(s, args, 5, rows) == TJ_OK, "%s", tj_spec_error(s));
+  args[0].u.ptr = y.data;
+  args[0].bytes = y.bytes;
+  char why[1024];
+  ck_assert_msg(simulate(s, k->arch, args, 5, rows, why, sizeof why),
+                "%s n=%lld warps=%d align=%d sm_%d: %s", dtype_label(k->dtype), (long long)k->n,
+                k->warps, k->align, k->arch, why);
+  TjTolerance t = dtype_tolerance(k->dtype);
+  t.rtol *= 4;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < k->n; c++) {
+      double got = matrix_get(&y, r, c), ref = matrix_get(&want, r, c);
+      ck_assert_msg(close_enough(got, ref, t),
+                    "%s n=%lld warps=%d align=%d sm_%d: row %lld col %lld: %g, want %g",
+                    dtype_label(k->dtype), (long long)k->n, k->warps, k->align, k->arch,
+                    (long long)r, (long long)c, got, ref);
+    }
+  for (size_t i = matrix_index(&y, rows - 1, k->n); i < y.bytes / dtype_bytes(k->dtype); i++)
+    ck_assert_msg(is_poison(y.data, k->dtype, i), "n=%lld: element %zu past the last row written",
+                  (long long)k->n, i);
+  matrix_free(&x);
+  matrix_free(&y);
+  matrix_free(&want);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
+
+static const int64_t widths[] = {1, 3, 8, 31, 32, 100, 128, 513, 1000, 1024, 2049, 4096};
+
+START_TEST(softmax_matches_interpreter) {
+  static const int warps[] = {0, 1, 2, 8};
+  static const int aligns[] = {16, 0, 8, 4};
+  int64_t n = widths[_i];
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+    for (int w = 0; w < 4; w++)
+      for (int a = 0; a < 4; a++) {
+        Case k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, n,
+                  warps[w],          aligns[a],   (d + w + a) % 2 ? 75 : 90};
+        if (n > 1024 && warps[w] && warps[w] < 4) k.warps = 8;
+        run_softmax(&k);
+      }
+}
+END_TEST
+
+START_TEST(online_softmax_matches_interpreter) {
+  static const int64_t ns[] = {1, 100, 4096, 5000, 9000};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      Case k = {TJ_SOFTMAX_ONLINE, (tj_dtype)d, ns[i], 0, i % 2 ? 16 : 0, d == 1 ? 80 : 90};
+      run_softmax(&k);
+    }
+}
+END_TEST
+
+/* ---- random programs --------------------------------------------------------- */
+
+static bool close_values(double got, double want, double scale) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
+  if (isinf(want) || isinf(got)) return got == want || fabs(got - want) <= 1e-3 * scale;
+  return fabs(got - want) <= 1e-3 * (1.0 + fabs(want)) + 1e-5 * scale;
+}
+
+/* Compares one output buffer; the same elements must have been written. */
+static void compare_buffer(const RandProg *rp, int i, const void *got, const void *want) {
+  tj_dtype d = i == RP_OUTD ? rp->options.dtype : TJ_DTYPE_F32;
+  size_t n = randprog_elements(rp, i);
+  double scale = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!is_poison(want, d, k) && isfinite(elem_get(want, d, k)))
+      scale = fmax(scale, fabs(elem_get(want, d, k)));
+  double tol = d == TJ_DTYPE_BF16 ? 16 : d == TJ_DTYPE_F16 ? 2 : 1;
+  for (size_t k = 0; k < n; k++) {
+    bool written = !is_poison(got, d, k), expected = !is_poison(want, d, k);
+    ck_assert_msg(written == expected, "%s: buffer %d element %zu (row %lld col %lld) %s",
+                  rp->summary, i, k, (long long)(k / (size_t)rp->stride),
+                  (long long)(k % (size_t)rp->stride),
+                  written ? "written, but should not be" : "not written");
+    double g = elem_get(got, d, k), w = elem_get(want, d, k);
+    ck_assert_msg(!expected || close_values(g, w, scale * tol) ||
+                      (tol > 1 && fabs(g - w) <= 0.01 * tol * (1 + fabs(w))),
+                  "%s: buffer %d element %zu (row %lld col %lld): %.9g, want %.9g", rp->summary, i,
+                  k, (long long)(k / (size_t)rp->stride), (long long)(k % (size_t)rp->stride), g,
+                  w);
+  }
+}
+
+START_TEST(random_programs_match_interpreter) {
+  RandProg rp;
+  char why[1200];
+  uint64_t seed = 777000 + (uint64_t)_i;
+  ck_assert_msg(randprog_make(seed, &rp, why, sizeof why), "seed %llu: %s",
+                (unsigned long long)seed, why);
+  tj_spec *s;
+  ck_assert_msg(tj_specialize(rp.program, &rp.options, &s) == TJ_OK, "%s",
+                tj_program_error(rp.program));
+  ck_assert_msg(tj_interpret(s, rp.args, RANDPROG_ARGS, rp.grid) == TJ_OK, "%s: %s", rp.summary,
+                tj_spec_error(s));
+  void *want[3];
+  for (int i = 0; i < 3; i++) {
+    want[i] = malloc(rp.args[i].bytes);
+    memcpy(want[i], rp.args[i].u.ptr, rp.args[i].bytes);
+  }
+  randprog_poison_outputs(&rp);
+  static const int archs[] = {75, 80, 90};
+  ck_assert_msg(simulate(s, archs[_i % 3], rp.args, RANDPROG_ARGS, rp.grid, why, sizeof why),
+                "%s (sm_%d): %s", rp.summary, archs[_i % 3], why);
+  for (int i = 0; i < 3; i++) {
+    compare_buffer(&rp, i, rp.args[i].u.ptr, want[i]);
+    free(want[i]);
+  }
+  tj_spec_destroy(s);
+  randprog_free(&rp);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("ptx_sim");
+  TCase *t = tcase_create("softmax");
+  tcase_set_timeout(t, 300);
+  tcase_add_loop_test(t, softmax_matches_interpreter, 0, (int)(sizeof widths / sizeof widths[0]));
+  tcase_add_test(t, online_softmax_matches_interpreter);
+  suite_add_tcase(s, t);
+  TCase *r = tcase_create("random");
+  tcase_set_timeout(r, 300);
+  tcase_add_loop_test(r, random_programs_match_interpreter, 0, 150);
+  suite_add_tcase(s, r);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}

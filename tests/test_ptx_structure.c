@@ -1,0 +1,365 @@
+/*
+ * test_ptx_structure.c — the shape of the PTX the backend writes, checked
+ * as instruction counts and sequences rather than whole listings (those are
+ * the golden files' job).
+ *
+ * For softmax at N in {1, 8, 32, 100, 1000, 4096} and warps in {1, 2, 4, 8}:
+ * the butterfly's shfl.sync.bfly count and offsets follow the lane group the
+ * layout rules give (layout.c); aligned rows load and store predicated
+ * 16-byte vectors, unaligned ones single elements; one warp (and any row
+ * that stays inside a warp) uses no shared memory and no barrier; rows of up
+ * to 128 elements share a CTA in lane groups. Then: f16/bf16 conversions per
+ * arch, exp and division sequences, the grid-stride loop, the online
+ * template's loops, kernel info, errors, determinism and annotation.
+ */
+#include "codegen/codegen.h"
+#include "support_ptx.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int64_t widths[] = {1, 8, 32, 100, 1000, 4096};
+static const int warp_counts[] = {1, 2, 4, 8};
+
+static char *make(const SoftmaxConfig *cfg, tj_kernel_info *info) {
+  char why[TJ_ERROR_MAX + 64] = "";
+  tj_status st;
+  char *ptx = softmax_ptx(cfg, info, &st, why, sizeof why);
+  ck_assert_msg(ptx != NULL, "n=%lld warps=%d: %s", (long long)cfg->n, cfg->warps, why);
+  return ptx;
+}
+
+/* The layout rules of layout.c, restated: threads per row for softmax. */
+static int expected_group(int64_t block, int warps, int vec) {
+  int64_t vectors = block / vec, threads = 32 * warps;
+  if (block <= 1024) return (int)(vectors < 32 ? vectors : 32);
+  return (int)(vectors < threads ? vectors : threads);
+}
+
+static int vec_of(int64_t block, int align) {
+  int vec = align >= 16 ? 4 : 1;
+  return block < vec ? (int)block : vec;
+}
+
+static int log2i(int v) {
+  int n = 0;
+  while (v > 1) v >>= 1, n++;
+  return n;
+}
+
+START_TEST(butterfly_follows_the_lane_group) {
+  for (size_t i = 0; i < TJ_COUNTOF(widths); i++)
+    for (size_t j = 0; j < TJ_COUNTOF(warp_counts); j++) {
+      int64_t n = widths[i], block = tj_next_pow2(n);
+      int w = warp_counts[j], g = expected_group(block, w, vec_of(block, 16));
+      tj_kernel_info info;
+      char *ptx =
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, &info);
+      int offsets[64], count = ptx_shfl_offsets(ptx, offsets, 64), levels = log2i(g < 32 ? g : 32);
+      ck_assert_msg(count == 2 * levels, "n=%lld w=%d: %d shfl, want %d", (long long)n, w, count,
+                    2 * levels);
+      for (int k = 0; k < count; k++)
+        ck_assert_msg(offsets[k] == (g < 32 ? g : 32) >> (1 + k % levels),
+                      "n=%lld w=%d: shfl %d has offset %d", (long long)n, w, k, offsets[k]);
+      ck_assert_int_eq(info.threads, 32 * w);
+      ck_assert_int_eq(info.programs_per_cta, 32 * w / g);
+      tj_free(ptx);
+    }
+}
+END_TEST
+
+START_TEST(aligned_rows_move_predicated_vectors) {
+  for (size_t i = 1; i < TJ_COUNTOF(widths); i++)
+    for (size_t j = 0; j < TJ_COUNTOF(warp_counts); j++) {
+      int64_t n = widths[i], block = tj_next_pow2(n);
+      int w = warp_counts[j], g = expected_group(block, w, 4);
+      int reps = (int)(block / (4 * g));
+      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, NULL);
+      ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), reps);
+      ck_assert_int_eq(ptx_count(ptx, "st.global.v4.f32"), reps);
+      /* Every vector access is predicated; -inf is moved in first. */
+      int first = ptx_find_line(ptx, "ld.global.v4.f32", 0);
+      ck_assert_int_eq(ptx_count(ptx, "@%p") >= 2 * reps, 1);
+      ck_assert_int_lt(ptx_find_line(ptx, "mov.f32", 0), first);
+      ck_assert_int_ge(ptx_count(ptx, "0fFF800000;"), 4 * reps);
+      /* The partial vector at the row's end: 3 single-element accesses each. */
+      ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), 3 * reps);
+      ck_assert_int_eq(ptx_count(ptx, "st.global.f32"), 3 * reps);
+      /* All vector loads come before any use of their values. */
+      ck_assert_int_lt(ptx_find_line(ptx, "ld.global.v4.f32", first + reps - 1),
+                       ptx_find_line(ptx, "max.f32", 0));
+      tj_free(ptx);
+    }
+}
+END_TEST
+
+START_TEST(unaligned_rows_move_single_elements) {
+  for (size_t i = 0; i < TJ_COUNTOF(widths); i++)
+    for (size_t j = 0; j < TJ_COUNTOF(warp_counts); j++) {
+      int64_t n = widths[i], block = tj_next_pow2(n);
+      int w = warp_counts[j], g = expected_group(block, w, 1);
+      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 4, 90, 0}, NULL);
+      ck_assert_int_eq(ptx_count(ptx, "ld.global.v"), 0);
+      ck_assert_int_eq(ptx_count(ptx, "st.global.v"), 0);
+      ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), (int)(block / g));
+      ck_assert_int_eq(ptx_count(ptx, "@%p") >= (int)(block / g), 1);
+      tj_free(ptx);
+    }
+}
+END_TEST
+
+START_TEST(shared_memory_only_across_warps) {
+  for (size_t i = 0; i < TJ_COUNTOF(widths); i++)
+    for (size_t j = 0; j < TJ_COUNTOF(warp_counts); j++) {
+      int64_t n = widths[i], block = tj_next_pow2(n);
+      int w = warp_counts[j], g = expected_group(block, w, vec_of(block, 16));
+      tj_kernel_info info;
+      char *ptx =
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, &info);
+      bool across = g > 32;
+      ck_assert_msg((ptx_count(ptx, ".shared") > 0) == across, "n=%lld w=%d", (long long)n, w);
+      ck_assert_int_eq(ptx_count(ptx, "bar.sync") > 0, across);
+      ck_assert_int_eq(info.shared_bytes > 0, across);
+      if (w == 1) ck_assert_int_eq(ptx_count(ptx, "bar.sync") + ptx_count(ptx, ".shared"), 0);
+      if (across) {
+        /* Two reductions, one barrier each: max and sum alternate regions. */
+        ck_assert_int_eq(ptx_count(ptx, "bar.sync 0;"), 2);
+        ck_assert_int_eq(ptx_count(ptx, "st.shared.f32"), 2);
+      }
+      tj_free(ptx);
+    }
+}
+END_TEST
+
+START_TEST(small_rows_share_a_cta_in_lane_groups) {
+  for (size_t i = 0; i < TJ_COUNTOF(widths) && widths[i] <= 128; i++)
+    for (size_t j = 0; j < TJ_COUNTOF(warp_counts); j++) {
+      int64_t n = widths[i], block = tj_next_pow2(n);
+      int w = warp_counts[j], vec = vec_of(block, 16), g = (int)(block / vec);
+      tj_kernel_info info;
+      char *ptx =
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, &info);
+      ck_assert_int_eq(info.programs_per_cta, 32 * w / g);
+      if (info.programs_per_cta > 1) {
+        char lane[64];
+        snprintf(lane, sizeof lane, "and.b32 %%r2, %%r1, %d;", g - 1);
+        ck_assert_msg(ptx_count(ptx, lane) == 1, "n=%lld w=%d: no lane index", (long long)n, w);
+        ck_assert_int_eq(ptx_count(ptx, "setp.lt.u64"), 2);  /* instance valid, loop */
+        ck_assert_int_eq(ptx_count(ptx, "mul.wide.u32"), 2); /* CTA base and stride */
+      }
+      tj_free(ptx);
+    }
+}
+END_TEST
+
+START_TEST(f16_moves_halves_in_words) {
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0}, NULL);
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 4);
+  ck_assert_int_eq(ptx_count(ptx, "st.global.v4.b32"), 4);
+  ck_assert_int_eq(ptx_count(ptx, "mov.b32 {%h"), 16);
+  ck_assert_int_eq(ptx_count(ptx, "cvt.f32.f16"), 32);
+  ck_assert_int_eq(ptx_count(ptx, "cvt.rn.f16.f32"), 32);
+  ck_assert_int_eq(ptx_count(ptx, ", -67044352;"), 16); /* other: -inf twice, 0xFC00FC00 */
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.b16"), 7 * 4);
+  tj_free(ptx);
+}
+END_TEST
+
+START_TEST(bf16_conversions_follow_the_arch) {
+  static const int archs[] = {75, 80, 90};
+  for (int i = 0; i < 3; i++) {
+    tj_kernel_info info;
+    char *ptx =
+        make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, archs[i], 0}, &info);
+    ck_assert_int_eq(ptx_count(ptx, "cvt.rn.bf16.f32") > 0, archs[i] >= 80);
+    ck_assert_int_eq(ptx_count(ptx, "cvt.f32.bf16") > 0, archs[i] >= 90);
+    ck_assert_int_eq(ptx_count(ptx, "shl.b32 %f") > 0, archs[i] < 90);
+    ck_assert_int_eq(ptx_count(ptx, "setp.nan.f32") > 0, archs[i] < 80);
+    ck_assert_int_eq(info.ptx_version, archs[i] == 75 ? 63 : archs[i] == 80 ? 70 : 78);
+    tj_free(ptx);
+  }
+}
+END_TEST
+
+START_TEST(exp_is_subtract_multiply_ex2) {
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 0, 16, 90, 0}, NULL);
+  int sub = ptx_find_line(ptx, "sub.rn.f32", 0), mul = ptx_find_line(ptx, "0f3FB8AA3B", 0);
+  int ex2 = ptx_find_line(ptx, "ex2.approx.ftz.f32", 0);
+  ck_assert_int_ge(sub, 0);
+  ck_assert_int_lt(sub, mul);
+  ck_assert_int_lt(mul, ex2);
+  ck_assert_int_eq(ptx_count(ptx, "ex2.approx.ftz.f32"), 32);
+  ck_assert_int_eq(ptx_count(ptx, "0f3FB8AA3B"), 32);
+  /* 1 / sum once per row, then one multiply per element. */
+  ck_assert_int_eq(ptx_count(ptx, "div.rn.f32"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "mul.rn.f32"), 32);
+  tj_free(ptx);
+}
+END_TEST
+
+START_TEST(grid_stride_loop_over_instances) {
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0}, NULL);
+  ck_assert_int_eq(ptx_count(ptx, ".param .u64 tj_programs"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "$Linst:"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "bra.uni $Linst;"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "%nctaid.x"), 1);
+  ck_assert_int_eq(ptx_count(ptx, ".reqntid 256, 1, 1"), 1);
+  /* Row addresses are 64-bit: the program's i64 strides, widened offsets. */
+  ck_assert_int_ge(ptx_count(ptx, "mul.lo.s64"), 2);
+  ck_assert_int_ge(ptx_count(ptx, "mul.wide.s32"), 2);
+  tj_free(ptx);
+}
+END_TEST
+
+START_TEST(online_template_loops_over_chunks) {
+  tj_kernel_info info;
+  char *ptx =
+      make(&(SoftmaxConfig){TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}, &info);
+  ck_assert_int_eq(ptx_count(ptx, "$Lloop_"), 4); /* two labels, two back edges */
+  ck_assert_int_eq(ptx_count(ptx, "bra.uni $Lend_"), 2);
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), 8); /* 4 per chunk, in each pass */
+  ck_assert_int_eq(ptx_count(ptx, "bar.sync 0;"), 2);      /* max and sum in pass 1 */
+  ck_assert_int_eq(info.threads, 256);
+  int loop = ptx_find_line(ptx, "$Lloop_16:", 0), end = ptx_find_line(ptx, "$Lend_16:", 0);
+  ck_assert_int_lt(loop, ptx_find_line(ptx, "shfl.sync.bfly", 0));
+  ck_assert_int_gt(end, ptx_find_line(ptx, "bar.sync", 0));
+  tj_free(ptx);
+}
+END_TEST
+
+START_TEST(kernel_info_and_versions) {
+  tj_kernel_info info;
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 75, 0}, &info);
+  ck_assert_str_eq(info.entry, "tj_softmax");
+  ck_assert_int_eq(info.param_count, 5);
+  ck_assert_int_eq(info.arch, 75);
+  ck_assert_int_eq(info.ptx_version, 63);
+  ck_assert_int_eq(ptx_count(ptx, ".version 6.3"), 1);
+  ck_assert_int_eq(ptx_count(ptx, ".target sm_75"), 1);
+  ck_assert_int_eq(ptx_count(ptx, ".address_size 64"), 1);
+  tj_free(ptx);
+  ck_assert_int_eq(cg_ptx_version(120, 0), 87);
+  ck_assert_int_eq(cg_ptx_version(100, 0), 86);
+  ck_assert_ptr_null(cg_arch_find(70));
+}
+END_TEST
+
+static tj_spec *softmax_spec(int64_t n, int warps) {
+  tj_program *p;
+  tj_spec *s;
+  tj_spec_options o;
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, n, &p), TJ_OK);
+  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, &o), TJ_OK);
+  o.num_warps = warps;
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  tj_program_destroy(p);
+  return s;
+}
+
+START_TEST(errors_name_what_is_wrong) {
+  tj_spec *s = softmax_spec(1000, 4);
+  char *ptx = (char *)1;
+  tj_codegen_options o = {70, 0, 0};
+  ck_assert_int_eq(tj_emit_ptx(s, &o, &ptx, NULL), TJ_ERR_UNSUPPORTED);
+  ck_assert_ptr_null(ptx);
+  ck_assert_ptr_nonnull(strstr(tj_spec_error(s), "sm_70"));
+  o = (tj_codegen_options){90, 60, 0};
+  ck_assert_int_eq(tj_emit_ptx(s, &o, &ptx, NULL), TJ_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(tj_spec_error(s), "ISA"));
+  o = (tj_codegen_options){90, 88, 0};
+  ck_assert_int_eq(tj_emit_ptx(s, &o, &ptx, NULL), TJ_OK);
+  ck_assert_int_eq(ptx_count(ptx, ".version 8.8"), 1);
+  tj_free(ptx);
+  ck_assert_int_eq(tj_emit_ptx(s, NULL, NULL, NULL), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_emit_ptx(NULL, NULL, &ptx, NULL), TJ_ERR_INVALID_ARGUMENT);
+  tj_spec_destroy(s);
+  s = softmax_spec(32768, 1);
+  ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(tj_spec_error(s), "per thread"));
+  tj_spec_destroy(s);
+}
+END_TEST
+
+START_TEST(deterministic_and_annotated) {
+  SoftmaxConfig c = {TJ_SOFTMAX_ONLINE, TJ_DTYPE_BF16, 5000, 0, 0, 16, 80, 0};
+  char *a = make(&c, NULL), *b = make(&c, NULL);
+  ck_assert_str_eq(a, b);
+  c.annotate = 1;
+  char *n = make(&c, NULL);
+  ck_assert_int_gt(ptx_count(n, "\t// %"), 20);
+  ck_assert_int_eq(ptx_count(n, "\t// %21 : tile<bf16,BLOCK> = load %8, %19, %20, %12"), 1);
+  ck_assert_int_eq(ptx_count(a, "\t// %"), 0);
+  /* Annotation adds comments only. */
+  ck_assert_int_eq(ptx_count(n, "\t") - ptx_count(n, "\t// "), ptx_count(a, "\t"));
+  tj_free(a);
+  tj_free(b);
+  tj_free(n);
+}
+END_TEST
+
+START_TEST(default_warps_table) {
+  static const int64_t blocks[] = {1, 64, 1024, 2048, 4096, 8192, 16384, 32768};
+  static const int want[] = {4, 4, 4, 4, 8, 16, 16, 32};
+  for (size_t i = 0; i < TJ_COUNTOF(blocks); i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      ck_assert_int_eq(cg_default_num_warps(blocks[i], (tj_dtype)d), want[i]);
+      ck_assert_int_eq(tj_default_num_warps(blocks[i], (tj_dtype)d), want[i]);
+    }
+}
+END_TEST
+
+/* A tile divided by a scalar: one reciprocal, a multiply per element. */
+START_TEST(tile_by_scalar_division_is_one_reciprocal) {
+  static const char text[] = "kernel d\n%0 : ptr<f32> = param x\n%1 : f32 = param s\n"
+                             "%2 : tile<i32,BLOCK> = arange\n%3 : tile<f32,BLOCK> = load %0, %2\n"
+                             "%4 : tile<f32,BLOCK> = div %3, %1\nstore %0, %2, %4\n";
+  tj_program *p;
+  ck_assert_int_eq(tj_program_parse(text, strlen(text), &p), TJ_OK);
+  tj_spec_options o = {.n = 512, .dtype = TJ_DTYPE_F32, .align = 16};
+  tj_spec *sp;
+  ck_assert_int_eq(tj_specialize(p, &o, &sp), TJ_OK);
+  char *ptx;
+  ck_assert_int_eq(tj_emit_ptx(sp, NULL, &ptx, NULL), TJ_OK);
+  ck_assert_int_eq(ptx_count(ptx, "rcp.rn.f32"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "div.rn.f32"), 0);
+  ck_assert_int_eq(ptx_count(ptx, "mul.rn.f32"), 16);
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), 4); /* unmasked: no partial accesses */
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), 0);
+  tj_free(ptx);
+  tj_spec_destroy(sp);
+  tj_program_destroy(p);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("ptx_structure");
+  TCase *t = tcase_create("softmax");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, butterfly_follows_the_lane_group);
+  tcase_add_test(t, aligned_rows_move_predicated_vectors);
+  tcase_add_test(t, unaligned_rows_move_single_elements);
+  tcase_add_test(t, shared_memory_only_across_warps);
+  tcase_add_test(t, small_rows_share_a_cta_in_lane_groups);
+  tcase_add_test(t, f16_moves_halves_in_words);
+  tcase_add_test(t, bf16_conversions_follow_the_arch);
+  tcase_add_test(t, exp_is_subtract_multiply_ex2);
+  tcase_add_test(t, grid_stride_loop_over_instances);
+  tcase_add_test(t, online_template_loops_over_chunks);
+  tcase_add_test(t, kernel_info_and_versions);
+  tcase_add_test(t, errors_name_what_is_wrong);
+  tcase_add_test(t, deterministic_and_annotated);
+  tcase_add_test(t, default_warps_table);
+  tcase_add_test(t, tile_by_scalar_division_is_one_reciprocal);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}

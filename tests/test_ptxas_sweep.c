@@ -1,0 +1,157 @@
+/*
+ * test_ptxas_sweep.c — every softmax specialization in the sweep assembles
+ * with ptxas, and every default one uses no local memory.
+ *
+ * Sweep: both templates x BLOCK in {1, 2, 4, ..., 32768} x warps in {1, 2,
+ * 4, 8, 16, 32} x dtype in {f32, f16, bf16} x arch in {sm_75, sm_80, sm_90}.
+ * A combination is valid unless a thread would hold more than CG_MAX_SLOTS
+ * tile elements, which tj_emit_ptx refuses with TJ_ERR_UNSUPPORTED (the
+ * test checks it refuses exactly those). Kernels are assembled in batches
+ * (support_ptx.c), two ptxas processes at a time. The defaults (the warps
+ * of cg_default_num_warps, and for the online template a BLOCK up to its
+ * chunk) must report 0 bytes of spill and stack; the registers of the
+ * defaults are printed as a table.
+ *
+ * Exits 77 (skipped) only when no ptxas is found.
+ */
+#include "codegen/codegen.h"
+#include "support_ptx.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char ptxas[1024];
+
+static const int archs[] = {75, 80, 90};
+static const int warp_counts[] = {1, 2, 4, 8, 16, 32};
+#define MAX_LOG_BLOCK 15
+
+typedef struct Case {
+  tj_softmax_template which;
+  tj_dtype dtype;
+  int64_t block;
+  int warps, arch, index; /* index in the arch's batch, -1 if refused */
+} Case;
+
+/* The tile elements one thread holds (layout.c's rules for softmax). */
+static int64_t slots_per_thread(int64_t block, int warps, tj_dtype d) {
+  int vec = d == TJ_DTYPE_F32 ? 4 : 8;
+  if (vec > block) vec = (int)block;
+  int64_t vectors = block / vec, threads = 32 * warps, group;
+  if (block <= 1024)
+    group = vectors < 32 ? vectors : 32;
+  else
+    group = vectors < threads ? vectors : threads;
+  return (block + group * vec - 1) / (group * vec) * vec;
+}
+
+static void add_case(PtxBatch *b, Case *c) {
+  SoftmaxConfig cfg = {
+      c->which, c->dtype, c->which == TJ_SOFTMAX_ONLINE ? 4 * c->block + 3 : c->block,
+      c->block, c->warps, 16,
+      c->arch,  0};
+  char why[TJ_ERROR_MAX + 64] = "";
+  tj_status st;
+  char *ptx = softmax_ptx(&cfg, NULL, &st, why, sizeof why);
+  bool valid = slots_per_thread(c->block, c->warps, c->dtype) <= CG_MAX_SLOTS;
+  ck_assert_msg((ptx != NULL) == valid, "%s block=%lld warps=%d: %s", ir_dtype_name(c->dtype),
+                (long long)c->block, c->warps, ptx ? "accepted, but over the limit" : why);
+  if (!ptx) ck_assert_int_eq(st, TJ_ERR_UNSUPPORTED);
+  c->index = ptx ? ptx_batch_add(b, ptx) : -1;
+  tj_free(ptx);
+}
+
+/* A specialization tj_softmax_spec_options gives for some n: the online
+ * template's BLOCK is its chunk, at most TJ_SOFTMAX_CHUNK. */
+static bool is_default(const Case *c) {
+  if (c->which == TJ_SOFTMAX_ONLINE && c->block > TJ_SOFTMAX_CHUNK) return false;
+  return c->warps == cg_default_num_warps(c->block, c->dtype);
+}
+
+static const char *template_name(tj_softmax_template t) {
+  return t == TJ_SOFTMAX_ONLINE ? "online" : "single";
+}
+
+static void print_defaults(const Case *cases, int n, const PtxBatch *const *batches) {
+  printf("default specializations: registers (sm_75 / sm_80 / sm_90)\n");
+  for (int i = 0; i < n; i++) {
+    const Case *c = &cases[i];
+    if (c->arch != 75 || !is_default(c) || c->index < 0) continue;
+    printf("  %-6s %-4s BLOCK=%-6lld warps=%-2d", template_name(c->which), ir_dtype_name(c->dtype),
+           (long long)c->block, c->warps);
+    for (int j = i, a = 0; j < n && a < 3; j++)
+      if (cases[j].arch == archs[a] && cases[j].which == c->which && cases[j].dtype == c->dtype &&
+          cases[j].block == c->block && cases[j].warps == c->warps)
+        printf(" %3d", ptx_batch_report(batches[a], cases[j].index)->registers), a++;
+    printf("\n");
+  }
+}
+
+START_TEST(every_specialization_assembles) {
+  int total = 2 * (MAX_LOG_BLOCK + 1) * 6 * 3 * 3, n = 0;
+  Case *cases = calloc((size_t)total, sizeof *cases);
+  PtxBatch *batches[3];
+  for (int a = 0; a < 3; a++) batches[a] = ptx_batch_new(ptxas, archs[a], 24);
+  for (int t = 0; t < 2; t++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+      for (int lb = 0; lb <= MAX_LOG_BLOCK; lb++)
+        for (int w = 0; w < 6; w++)
+          for (int a = 0; a < 3; a++) {
+            Case *c = &cases[n++];
+            *c = (Case){t ? TJ_SOFTMAX_ONLINE : TJ_SOFTMAX_SINGLE,
+                        (tj_dtype)d,
+                        (int64_t)1 << lb,
+                        warp_counts[w],
+                        archs[a],
+                        -1};
+            add_case(batches[a], c);
+          }
+  for (int a = 0; a < 3; a++) ptx_batch_run(batches[a]);
+  int assembled = 0, defaults = 0;
+  for (int i = 0; i < n; i++) {
+    const Case *c = &cases[i];
+    if (c->index < 0) continue;
+    const PtxBatch *b = batches[c->arch == 75 ? 0 : c->arch == 80 ? 1 : 2];
+    const PtxReport *r = ptx_batch_report(b, c->index);
+    ck_assert_msg(r->assembled, "%s %s BLOCK=%lld warps=%d sm_%d does not assemble:\n%s",
+                  template_name(c->which), ir_dtype_name(c->dtype), (long long)c->block, c->warps,
+                  c->arch, ptx_batch_first_error(b));
+    assembled++;
+    if (!is_default(c)) continue;
+    defaults++;
+    ck_assert_msg(!r->spill_bytes && !r->stack_bytes && !r->local_bytes,
+                  "default %s %s BLOCK=%lld warps=%d sm_%d: %d bytes spilled, %d stack, %d local "
+                  "(%d registers)",
+                  template_name(c->which), ir_dtype_name(c->dtype), (long long)c->block, c->warps,
+                  c->arch, r->spill_bytes, r->stack_bytes, r->local_bytes, r->registers);
+  }
+  print_defaults(cases, n, (const PtxBatch *const *)batches);
+  printf("%d kernels assembled (%d defaults without spills); %d combinations refused\n", assembled,
+         defaults, n - assembled);
+  for (int a = 0; a < 3; a++) ptx_batch_free(batches[a]);
+  free(cases);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("ptxas_sweep");
+  TCase *t = tcase_create("sweep");
+  tcase_set_timeout(t, 900);
+  tcase_add_test(t, every_specialization_assembles);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  if (!ptxas_available(ptxas, sizeof ptxas)) {
+    fprintf(stderr, "ptxas not found: skipped\n");
+    return 77;
+  }
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
