@@ -12,6 +12,8 @@
  */
 #include "ir/ir.h"
 
+#include "codegen/codegen.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +24,9 @@ int64_t tj_next_pow2(int64_t n) {
   return p;
 }
 
-/* Warps per CTA by tile size: enough threads that a thread holds at most
- * 16 to 32 row values, so the whole row lives in registers without spills;
- * small tiles use 4 warps, whose lanes are shared by several rows. */
-int tj_default_num_warps(int64_t block, tj_dtype dtype) {
-  (void)dtype;
-  if (block <= 2048) return 4;
-  if (block <= 4096) return 8;
-  if (block <= 16384) return 16;
-  return 32;
-}
+/* The default warps come from the PTX backend's table (codegen/layout.c),
+ * which is chosen so that no default specialization spills. */
+int tj_default_num_warps(int64_t block, tj_dtype dtype) { return cg_default_num_warps(block, dtype); }
 
 int64_t ir_const_value(const tj_program *p, int index) { return p->consts[index].value; }
 

@@ -10,8 +10,9 @@
  * be one the driver loads.
  *
  * Every call that touches the driver binds the context to the calling
- * thread (rt_bind: one cuCtxGetCurrent when it is already current, else a
- * push and a pop), so any thread can use a context.
+ * thread (rt_bind: one cuCtxGetCurrent when it is already current; made
+ * current for good on a thread that has none; else a push and a pop), so
+ * any thread can use a context.
  *
  * Error messages are kept per thread, tagged with the context's id: a
  * context is shared between threads, and a message on the handle would be a
@@ -27,6 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The context rt_bind made current on this thread, if any, so that
+ * tj_context_destroy can take it back before releasing it. */
+static _Thread_local CuContext made_current;
 
 static _Thread_local struct {
   uint64_t context_id; /* 0: a call given no context */
@@ -69,6 +74,12 @@ tj_status rt_bind(tj_context *ctx, RtBinding *binding) {
   CuResult r = ctx->cu->cuCtxGetCurrent(&current);
   if (r != RT_CUDA_SUCCESS) return rt_fail_driver(ctx, "cuCtxGetCurrent", r);
   if (current == ctx->cuctx) return TJ_OK;
+  /* A thread with no context gets ours for good, as the CUDA runtime does
+   * with the primary context, so its later calls need no push and pop. */
+  if (!current && ctx->cu->cuCtxSetCurrent(ctx->cuctx) == RT_CUDA_SUCCESS) {
+    made_current = ctx->cuctx;
+    return TJ_OK;
+  }
   if ((r = ctx->cu->cuCtxPushCurrent(ctx->cuctx)) != RT_CUDA_SUCCESS)
     return rt_fail_driver(ctx, "cuCtxPushCurrent", r);
   binding->pushed = true;
@@ -235,6 +246,11 @@ void tj_context_destroy(tj_context *ctx) {
   rt_softmax_reset(ctx);
   rt_cache_free(ctx->cache);
   if (bound) rt_unbind(ctx, &binding);
+  CuContext current = NULL;
+  if (made_current == ctx->cuctx && ctx->cu->cuCtxGetCurrent(&current) == RT_CUDA_SUCCESS &&
+      current == ctx->cuctx)
+    ctx->cu->cuCtxSetCurrent(NULL);
+  if (made_current == ctx->cuctx) made_current = NULL;
   if (ctx->owns_primary) ctx->cu->cuDevicePrimaryCtxRelease(ctx->device);
   pthread_mutex_destroy(&ctx->fast_lock);
   free(ctx);

@@ -86,6 +86,7 @@ enum {
   X(cuCtxGetDevice, 12000, (CuDevice * device))                                                    \
   X(cuCtxPushCurrent, 12000, (CuContext ctx))                                                      \
   X(cuCtxPopCurrent, 12000, (CuContext * ctx))                                                     \
+  X(cuCtxSetCurrent, 12000, (CuContext ctx))                                                       \
   X(cuCtxSynchronize, 12000, (void))                                                               \
   X(cuModuleLoadDataEx, 12000,                                                                     \
     (CuModule * module, const void *image, unsigned count, int *options, void **values))           \
