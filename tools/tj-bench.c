@@ -1,32 +1,114 @@
 /*
- * tj-bench — tilejit's benchmarks, one mode per run:
+ * tj-bench — tilejit's benchmarks. One mode per run; --bandwidth is the
+ * default, and only --codegen runs without a CUDA driver and GPU.
  *
- *   tj-bench --codegen [--iters K] [--arch sm_XX]
- *       The time to specialize the softmax program and generate its PTX
- *       (tj_specialize + tj_emit_ptx, what a cache miss costs before the
- *       driver's JIT), for N = 1000 and N = 65536 in f32, f16 and bf16.
- *       The program is parsed once; each of K runs (default 2000) is timed
- *       alone. Prints the median, the 10th and 90th percentiles, and the
- *       PTX size. Target: a median of at most 100 us on a CI-class CPU.
+ *   tj-bench --codegen   [--iters K] [--arch sm_XX]
+ *   tj-bench --bandwidth [--set large|small|all] [--n LIST] [--m M]
+ *                        [--dtype f32|f16|bf16|all] [--backend ptx|nvrtc|both]
+ *                        [--reps K] [--csv FILE]
+ *   tj-bench --latency   [--csv FILE]
+ *   tj-bench --all       (--latency, then --bandwidth; bandwidth options apply)
  *
- * Other modes are added beside run_codegen (see `modes` below).
+ * --codegen times tj_specialize + tj_emit_ptx (what a cache miss costs
+ * before the driver's JIT) for N = 1000 and 65536, each of K runs alone.
  *
- * Exit status: 0 success, 1 failure, 2 usage error.
+ * --bandwidth times tj_softmax per shape. The large set has M =
+ * ceil(256 MiB / (4 N)) for every dtype, so x is at least 256 MiB in f32
+ * (half that in f16 and bf16); the small set is M = 1024 with N = 512 ...
+ * 32768, plus 8765x4096 and 4096x2048. Per shape and dtype, x is fresh
+ * random data (4u - 2 plus a per-row offset, u uniform) uploaded once. The
+ * first call runs on a NaN-poisoned y and is checked against a float64 CPU
+ * reference (every row for small problems, else the first, the last and
+ * random rows) with the testing rules' tolerances (|y - ref| <= atol +
+ * rtol |ref|; f32 1.3e-6/1e-5, f16 1e-3/1e-5, bf16 1.6e-2/1e-5). Then 3
+ * warm-up calls and K repetitions, each preceded by an L2 flush (cuMemsetD8
+ * over 512 MiB, outside the timed region) and timed by its own pair of CUDA
+ * events on the legacy stream; the figure is the median. GB/s counts
+ * 2*M*N*elem bytes.
+ * The copy bandwidth is measured the same way on the same buffers (x to y):
+ * cuMemcpyDtoD, and a 16-byte-vector copy kernel written in PTX below and
+ * loaded with tj_load_ptx; "% copy" is of the larger of the two.
+ *
+ * --latency sets CUDA_CACHE_DISABLE=1 before the driver loads (so that every
+ * new kernel goes through the driver's JIT; it also applies to --all) and
+ * measures: codegen (the --codegen path, 200 runs); cold compile, the first
+ * tj_softmax call (codegen + JIT + launch + sync) for 8 kernels not built
+ * yet, with the codegen/JIT split from the cache stats; the same through
+ * NVRTC; and the host time per launch on a cache hit (M = 1, N = 32, 10000
+ * calls without synchronization) beside tj_launch and a raw cuLaunchKernel
+ * of the same kernel.
+ *
+ * Exit status: 0 success; 1 a correctness check failed, or a library or
+ * driver error; 2 a usage error, or no CUDA driver or GPU.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv, gmtime_r */
 
 #include "tilejit.h"
+#include "runtime/runtime.h" /* the driver table: events, raw launches */
 
+#include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#define MIB                 ((size_t)1 << 20)
+#define LARGE_X_BYTES       (256 * MIB)        /* x of the large set in f32 */
+#define FLUSH_BYTES         (512 * MIB)        /* L2 flush scratch (L2 is 50-60 MB) */
+#define DEVICE_BUDGET       ((size_t)7 << 30)  /* x + y + scratch stay under it */
+#define FULL_CHECK_ELEMENTS ((int64_t)1 << 22) /* check every row up to here */
+#define SAMPLE_ELEMENTS     ((int64_t)1 << 20) /* else about this many, */
+#define MIN_SAMPLE_ROWS     8                  /* in at least these rows */
+#define MAX_SAMPLE_ROWS     2048               /* and at most these */
+#define WARMUP              3
+#define MAX_REPS            10000
+#define MAX_LIST            64
+#define LAUNCHES            10000
+#define CODEGEN_RUNS        200
+#define COLD_M              64
+#define COPY_CHUNK          1024 /* uint4 per program instance of the copy kernel */
+#define TARGET_CODEGEN_US   100.0
+#define TARGET_COLD_MS      25.0
+#define TARGET_LAUNCH_US    3.0
+
+enum Mode { MODE_CODEGEN, MODE_BANDWIDTH, MODE_LATENCY, MODE_ALL };
+enum { SET_LARGE = 1, SET_SMALL = 2 };
+
 typedef struct Options {
-  long iters;
-  int arch;
+  int mode;
+  long iters;    /* --codegen runs */
+  int arch;      /* --codegen target */
+  unsigned sets; /* SET_LARGE | SET_SMALL */
+  int64_t n_list[MAX_LIST];
+  int n_count;
+  int64_t m;                 /* 0: the set's M, or the 256 MiB rule with --n */
+  unsigned dtypes, backends; /* one bit per tj_dtype, per tj_backend */
+  int reps;
+  const char *csv_path;
 } Options;
+
+typedef struct Shape {
+  int64_t m, n;
+} Shape;
+
+static const char *const dtype_names[TJ_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+static const size_t dtype_sizes[TJ_DTYPE_COUNT] = {4, 2, 2};
+static const double rtols[TJ_DTYPE_COUNT] = {1.3e-6, 1e-3, 1.6e-2};
+static const double abs_tol = 1e-5; /* atol of every dtype */
+static const char *const backend_names[TJ_BACKEND_COUNT] = {"ptx", "nvrtc"};
+static const int64_t large_ns[] = {32,   64,   128,  256,   500,   512,   1000,   1024,
+                                   2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144};
+static const Shape small_shapes[] = {{1024, 512},   {1024, 1024}, {1024, 2048},
+                                     {1024, 4096},  {1024, 8192}, {1024, 16384},
+                                     {1024, 32768}, {8765, 4096}, {4096, 2048}};
+/* Cold compiles: n is a kernel argument, not part of the cache key, so
+ * each N here has its own BLOCK (128 ... 16384) and hence its own kernel. */
+static const int64_t cold_ns[] = {100, 200, 400, 800, 1600, 3200, 6400, 12800};
+#define COLD_COUNT ((int)(sizeof cold_ns / sizeof cold_ns[0]))
+
+/* ---- small helpers ----------------------------------------------------- */
 
 static double now_us(void) {
   struct timespec t;
@@ -38,6 +120,50 @@ static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
+
+static double median(double *v, int64_t count) {
+  qsort(v, (size_t)count, sizeof *v, by_value);
+  return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
+}
+
+static const char *verdict(double value, double target) {
+  return value <= target ? "met" : "MISSED";
+}
+
+/* GB/s of bytes moved in us microseconds. */
+static double gbps(double bytes, double us) { return us > 0.0 ? bytes / us * 1e-3 : 0.0; }
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *state) { return (double)(splitmix64(state) >> 11) * 0x1p-53; }
+
+static double get(const void *buf, tj_dtype d, int64_t i) {
+  if (d == TJ_DTYPE_F32) return ((const float *)buf)[i];
+  uint16_t h = ((const uint16_t *)buf)[i];
+  return d == TJ_DTYPE_F16 ? tj_f16_to_f32(h) : tj_bf16_to_f32(h);
+}
+
+static void set(void *buf, tj_dtype d, int64_t i, double v) {
+  if (d == TJ_DTYPE_F32)
+    ((float *)buf)[i] = (float)v;
+  else if (d == TJ_DTYPE_F16)
+    ((uint16_t *)buf)[i] = tj_f32_to_f16((float)v);
+  else
+    ((uint16_t *)buf)[i] = tj_f32_to_bf16((float)v);
+}
+
+/* ---- --codegen --------------------------------------------------------- */
+
+typedef struct CodegenStats {
+  double median, p10, p90;
+  int64_t block;
+  size_t bytes;
+} CodegenStats;
 
 /* One specialize + emit; its duration in us, or -1 on failure. */
 static double codegen_once(tj_program *p, const tj_spec_options *o, int arch, size_t *bytes) {
@@ -57,70 +183,827 @@ static double codegen_once(tj_program *p, const tj_spec_options *o, int arch, si
   return st == TJ_OK ? t1 - t0 : -1;
 }
 
-static int codegen_case(const Options *opt, int64_t n, tj_dtype dtype, double *times) {
-  static const char *const names[] = {"f32", "f16", "bf16"};
+/* runs specializations + emissions of softmax for (n, dtype), each timed. */
+static int codegen_stats(int64_t n, tj_dtype dtype, int arch, long runs, CodegenStats *out) {
   tj_program *p = NULL;
   tj_spec_options o;
-  if (tj_softmax_program(TJ_SOFTMAX_AUTO, n, &p) != TJ_OK ||
-      tj_softmax_spec_options(TJ_SOFTMAX_AUTO, dtype, n, &o) != TJ_OK) {
-    fprintf(stderr, "tj-bench: no softmax program for n = %lld\n", (long long)n);
-    tj_program_destroy(p);
-    return 1;
-  }
+  double *times = malloc(sizeof *times * (size_t)runs);
+  int rc = !times || tj_softmax_program(TJ_SOFTMAX_AUTO, n, &p) != TJ_OK ||
+           tj_softmax_spec_options(TJ_SOFTMAX_AUTO, dtype, n, &o) != TJ_OK;
+  if (rc) fprintf(stderr, "tj-bench: no softmax program for n = %lld\n", (long long)n);
   o.align = 16;
-  size_t bytes = 0;
-  for (long i = 0; i < opt->iters; i++)
-    if ((times[i] = codegen_once(p, &o, opt->arch, &bytes)) < 0) return tj_program_destroy(p), 1;
-  qsort(times, (size_t)opt->iters, sizeof *times, by_value);
-  printf("softmax %-6s N=%-6lld %-5s BLOCK=%-5lld  median %7.1f us   p10 %7.1f us   p90 %7.1f us   "
-         "%zu bytes of PTX\n",
-         tj_softmax_pick(n) == TJ_SOFTMAX_SINGLE ? "single" : "online", (long long)n, names[dtype],
-         (long long)o.block, times[opt->iters / 2], times[opt->iters / 10],
-         times[opt->iters * 9 / 10], bytes);
+  for (long i = 0; i < runs && !rc; i++)
+    rc = (times[i] = codegen_once(p, &o, arch, &out->bytes)) < 0;
+  if (!rc) {
+    qsort(times, (size_t)runs, sizeof *times, by_value);
+    out->median = times[runs / 2], out->p10 = times[runs / 10], out->p90 = times[runs * 9 / 10];
+    out->block = o.block;
+  }
+  free(times);
   tj_program_destroy(p);
-  return 0;
+  return rc;
 }
 
 static int run_codegen(const Options *opt) {
   static const int64_t ns[] = {1000, 65536};
-  double *times = malloc(sizeof *times * (size_t)opt->iters);
-  if (!times) return 1;
   printf("tj-bench --codegen: tj_specialize + tj_emit_ptx, sm_%d, %ld runs each\n", opt->arch,
          opt->iters);
-  int rc = 0;
-  for (size_t i = 0; i < sizeof ns / sizeof ns[0] && !rc; i++)
-    for (int d = 0; d < TJ_DTYPE_COUNT && !rc; d++)
-      rc = codegen_case(opt, ns[i], (tj_dtype)d, times);
-  free(times);
-  return rc;
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      CodegenStats s;
+      if (codegen_stats(ns[i], (tj_dtype)d, opt->arch, opt->iters, &s)) return 1;
+      printf("softmax %-6s N=%-6lld %-5s BLOCK=%-5lld  median %7.1f us   p10 %7.1f us   p90 "
+             "%7.1f us   %zu bytes of PTX\n",
+             tj_softmax_pick(ns[i]) == TJ_SOFTMAX_SINGLE ? "single" : "online", (long long)ns[i],
+             dtype_names[d], (long long)s.block, s.median, s.p10, s.p90, s.bytes);
+    }
+  return 0;
 }
 
-static const struct {
-  const char *flag;
-  int (*run)(const Options *);
-} modes[] = {{"--codegen", run_codegen}};
+/* ---- the GPU: context, events, CSV ---------------------------------- */
 
-static int usage(void) {
-  fprintf(stderr, "usage: tj-bench --codegen [--iters K] [--arch sm_XX]\n");
+typedef struct Bench {
+  const Options *opt;
+  tj_context *ctx;
+  const RtDriver *cu;
+  tj_device_info dev;
+  RtBinding binding;
+  bool bound;
+  CuEvent *start, *stop; /* one pair per repetition */
+  double *times;         /* one per repetition */
+  uint64_t flush;        /* FLUSH_BYTES of scratch */
+  tj_kernel *copy;       /* the copy kernel, loaded on first use */
+  FILE *csv;
+  uint64_t seed, rng;
+  double copy_peak[2]; /* the best cuMemcpyDtoD and copy-kernel GB/s */
+  int failures;        /* correctness checks that failed */
+  int errors;          /* library or driver errors */
+  int said_no_nvrtc;   /* why NVRTC is missing was printed */
+} Bench;
+
+static tj_status check_driver(Bench *b, const char *call, CuResult r) {
+  if (r == RT_CUDA_SUCCESS) return TJ_OK;
+  char name[256];
+  rt_driver_describe(b->cu, r, name, sizeof name);
+  fprintf(stderr, "tj-bench: %s failed: %s\n", call, name);
+  return TJ_ERR_DRIVER;
+}
+
+static tj_status check_tj(Bench *b, const char *call, tj_status st) {
+  if (st != TJ_OK && st != TJ_ERR_NO_NVRTC)
+    fprintf(stderr, "tj-bench: %s: %s\n", call, tj_context_error(b->ctx));
+  return st;
+}
+
+/* "tj-bench: no CUDA driver (why); ...", without the prefixes of why. */
+static int no_driver(tj_status st) {
+  static const char *const prefixes[] = {"tj_context_create: ", "no CUDA driver: "};
+  const char *why = tj_context_error(NULL);
+  for (int i = 0; i < 2; i++)
+    if (!strncmp(why, prefixes[i], strlen(prefixes[i]))) why += strlen(prefixes[i]);
+  fprintf(stderr, "tj-bench: %s (%s); only --codegen runs here\n",
+          st == TJ_ERR_NO_DRIVER ? "no CUDA driver" : "no CUDA GPU", why);
   return 2;
 }
 
-int main(int argc, char **argv) {
-  Options opt = {2000, 90};
-  int mode = -1;
-  for (int i = 1; i < argc; i++) {
-    bool known = false;
-    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
-      if (!strcmp(argv[i], modes[m].flag)) mode = (int)m, known = true;
-    if (known) continue;
-    if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-      opt.iters = strtol(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--arch") && i + 1 < argc) {
-      const char *a = argv[++i];
-      opt.arch = atoi(strncmp(a, "sm_", 3) ? a : a + 3);
-    } else
-      return usage();
+static bool create_events(Bench *b) {
+  int reps = b->opt->reps;
+  b->start = calloc((size_t)reps, sizeof *b->start);
+  b->stop = calloc((size_t)reps, sizeof *b->stop);
+  b->times = calloc((size_t)reps, sizeof *b->times);
+  if (!b->start || !b->stop || !b->times) return false;
+  for (int i = 0; i < reps; i++)
+    if (check_driver(b, "cuEventCreate", b->cu->cuEventCreate(&b->start[i], RT_EVENT_DEFAULT)) ||
+        check_driver(b, "cuEventCreate", b->cu->cuEventCreate(&b->stop[i], RT_EVENT_DEFAULT)))
+      return false;
+  return true;
+}
+
+/* The context (2 without a driver or GPU), events, flush scratch, CSV. */
+static int bench_open(Bench *b, const Options *o) {
+  memset(b, 0, sizeof *b);
+  b->opt = o;
+  b->seed = b->rng = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)clock();
+  tj_status st = tj_context_create(NULL, &b->ctx);
+  if (st == TJ_ERR_NO_DRIVER || st == TJ_ERR_NO_DEVICE) return no_driver(st);
+  if (st != TJ_OK) return fprintf(stderr, "tj-bench: %s\n", tj_context_error(NULL)), 1;
+  b->cu = b->ctx->cu;
+  if (check_tj(b, "device info", tj_context_device_info(b->ctx, &b->dev)) ||
+      check_tj(b, "context", rt_bind(b->ctx, &b->binding)))
+    return 1;
+  b->bound = true;
+  if (!create_events(b)) return 1;
+  if (check_tj(b, "flush buffer", tj_device_alloc(b->ctx, FLUSH_BYTES, &b->flush))) return 1;
+  if (o->csv_path && !(b->csv = fopen(o->csv_path, "w")))
+    return fprintf(stderr, "tj-bench: %s: %s\n", o->csv_path, strerror(errno)), 1;
+  if (b->csv) fprintf(b->csv, "section,m,n,dtype,backend,metric,value,unit\n");
+  return 0;
+}
+
+static void bench_close(Bench *b) {
+  if (!b->ctx) return;
+  for (int i = 0; b->start && b->stop && i < b->opt->reps; i++) {
+    if (b->start[i]) b->cu->cuEventDestroy(b->start[i]);
+    if (b->stop[i]) b->cu->cuEventDestroy(b->stop[i]);
   }
-  if (mode < 0 || opt.iters < 1 || opt.arch < 1) return usage();
-  return modes[mode].run(&opt);
+  free(b->start);
+  free(b->stop);
+  free(b->times);
+  if (b->flush) tj_device_free(b->ctx, b->flush);
+  if (b->bound) rt_unbind(b->ctx, &b->binding);
+  tj_context_destroy(b->ctx);
+  if (b->csv && fclose(b->csv) != 0) fprintf(stderr, "tj-bench: writing the CSV failed\n");
+}
+
+static void print_header(const Bench *b) {
+  char date[64];
+  struct tm tm;
+  time_t t = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime_r(&t, &tm));
+  printf("tj-bench: %s, %d SMs, sm_%d, driver %d.%d, tilejit %s, %s, seed %llu\n", b->dev.name,
+         b->dev.sm_count, b->dev.arch, b->dev.driver_version / 1000,
+         b->dev.driver_version % 1000 / 10, tj_version(), date, (unsigned long long)b->seed);
+}
+
+/* One CSV line: section,m,n,dtype,backend,metric,value,unit. */
+typedef struct CsvKey {
+  const char *section;
+  int64_t m, n;
+  const char *dtype, *backend;
+} CsvKey;
+
+static void csv(Bench *b, const CsvKey *k, const char *metric, double value, const char *unit) {
+  if (!b->csv) return;
+  fprintf(b->csv, "%s,%lld,%lld,%s,%s,%s,%.6g,%s\n", k->section, (long long)k->m, (long long)k->n,
+          k->dtype, k->backend, metric, value, unit);
+}
+
+/* ---- one problem: buffers, data, the softmax call ---------------------- */
+
+typedef struct Case {
+  int64_t m, n;
+  tj_dtype dtype;
+  tj_backend backend;
+  size_t bytes;  /* of x and of y */
+  uint64_t x, y; /* device */
+  void *host_x;
+} Case;
+
+/* x = 4u - 2 plus a row offset (+-100 in f32, +-20 in 16 bits), so that the
+ * max subtraction matters; fresh for every case. */
+static void fill_x(Bench *b, Case *c) {
+  double spread = c->dtype == TJ_DTYPE_F32 ? 100.0 : 20.0;
+  for (int64_t r = 0; r < c->m; r++) {
+    double offset = (2.0 * uniform(&b->rng) - 1.0) * spread - 2.0;
+    for (int64_t i = r * c->n, end = i + c->n; i < end; i++)
+      set(c->host_x, c->dtype, i, 4.0 * uniform(&b->rng) + offset);
+  }
+}
+
+/* Allocates x and y (within DEVICE_BUDGET with the flush scratch), fills x
+ * on the host and uploads it. */
+static tj_status case_open(Bench *b, Case *c) {
+  size_t elem = dtype_sizes[c->dtype];
+  if ((uint64_t)c->m > (DEVICE_BUDGET - FLUSH_BYTES) / 2 / elem / (uint64_t)c->n) {
+    fprintf(stderr, "tj-bench: %lldx%lld %s is over the device memory budget\n", (long long)c->m,
+            (long long)c->n, dtype_names[c->dtype]);
+    return TJ_ERR_INVALID_ARGUMENT;
+  }
+  c->bytes = (size_t)c->m * (size_t)c->n * elem;
+  if (!(c->host_x = malloc(c->bytes))) {
+    fprintf(stderr, "tj-bench: out of host memory\n");
+    return TJ_ERR_OUT_OF_MEMORY;
+  }
+  fill_x(b, c);
+  tj_status st = tj_device_alloc(b->ctx, c->bytes, &c->x);
+  if (st == TJ_OK) st = tj_device_alloc(b->ctx, c->bytes, &c->y);
+  if (st == TJ_OK) st = tj_copy_to_device(b->ctx, c->x, c->host_x, c->bytes);
+  return check_tj(b, "device buffers", st);
+}
+
+static void case_close(Bench *b, Case *c) {
+  if (c->x) tj_device_free(b->ctx, c->x);
+  if (c->y) tj_device_free(b->ctx, c->y);
+  free(c->host_x);
+  c->x = c->y = 0;
+  c->host_x = NULL;
+}
+
+/* Enqueues one operation on the legacy stream. */
+typedef tj_status (*Enqueue)(Bench *b, void *arg);
+
+static tj_status enqueue_softmax(Bench *b, void *arg) {
+  const Case *c = arg;
+  tj_softmax_options so = {0, c->backend, TJ_SOFTMAX_AUTO};
+  return check_tj(b, "tj_softmax",
+                  tj_softmax(b->ctx, c->dtype, c->m, c->n, c->y, c->n, c->x, c->n, NULL, &so));
+}
+
+/* ---- timing ------------------------------------------------------------ */
+
+static tj_status flush_l2(Bench *b) {
+  return check_driver(b, "cuMemsetD8", b->cu->cuMemsetD8(b->flush, 0x5a, FLUSH_BYTES));
+}
+
+static tj_status record(Bench *b, CuEvent e) {
+  return check_driver(b, "cuEventRecord", b->cu->cuEventRecord(e, NULL));
+}
+
+/* WARMUP untimed calls of op, then reps, each after an L2 flush and between
+ * its own pair of events; the median in us, or -1 on a failure. */
+static double time_op(Bench *b, Enqueue op, void *arg) {
+  int reps = b->opt->reps;
+  for (int i = 0; i < WARMUP; i++)
+    if (op(b, arg) != TJ_OK) return -1.0;
+  for (int i = 0; i < reps; i++)
+    if (flush_l2(b) || record(b, b->start[i]) || op(b, arg) || record(b, b->stop[i])) return -1.0;
+  if (check_driver(b, "cuEventSynchronize", b->cu->cuEventSynchronize(b->stop[reps - 1])))
+    return -1.0;
+  for (int i = 0; i < reps; i++) {
+    float ms = 0.0f;
+    if (check_driver(b, "cuEventElapsedTime",
+                     b->cu->cuEventElapsedTime(&ms, b->start[i], b->stop[i])))
+      return -1.0;
+    b->times[i] = 1e3 * ms;
+  }
+  return median(b->times, reps);
+}
+
+/* ---- copy bandwidth ---------------------------------------------------- */
+
+/* The copy kernel, in the kernel ABI of generated code: program instance i
+ * copies uint4s [1024 i, 1024 i + 1024) of src to dst, four per thread,
+ * 4 KiB apart; CTAs stride over the instances (the hidden last parameter). */
+static const char copy_ptx_body[] =
+    ".visible .entry tj_bench_copy(\n"
+    "\t.param .u64 p_dst,\n\t.param .u64 p_src,\n\t.param .u64 p_count16,\n"
+    "\t.param .u64 tj_programs\n)\n"
+    ".reqntid 256, 1, 1\n"
+    "{\n"
+    "\t.reg .pred %p<6>;\n\t.reg .b32 %r<20>;\n\t.reg .b64 %rd<15>;\n\n"
+    "\tld.param.u64 %rd1, [p_dst];\n\tcvta.to.global.u64 %rd1, %rd1;\n"
+    "\tld.param.u64 %rd2, [p_src];\n\tcvta.to.global.u64 %rd2, %rd2;\n"
+    "\tld.param.u64 %rd3, [p_count16];\n\tld.param.u64 %rd4, [tj_programs];\n"
+    "\tmov.u32 %r1, %ctaid.x;\n\tcvt.u64.u32 %rd5, %r1;\n"
+    "\tmov.u32 %r2, %nctaid.x;\n\tcvt.u64.u32 %rd6, %r2;\n"
+    "\tmov.u32 %r3, %tid.x;\n\tcvt.u64.u32 %rd7, %r3;\n"
+    "\tsetp.ge.u64 %p1, %rd5, %rd4;\n\t@%p1 bra.uni $Ldone;\n"
+    "$Linst:\n"
+    "\tshl.b64 %rd8, %rd5, 10;\n\tadd.s64 %rd8, %rd8, %rd7;\n"
+    "\tadd.s64 %rd9, %rd8, 256;\n\tadd.s64 %rd10, %rd8, 512;\n\tadd.s64 %rd11, %rd8, 768;\n"
+    "\tsetp.lt.u64 %p2, %rd8, %rd3;\n\tsetp.lt.u64 %p3, %rd9, %rd3;\n"
+    "\tsetp.lt.u64 %p4, %rd10, %rd3;\n\tsetp.lt.u64 %p5, %rd11, %rd3;\n"
+    "\tshl.b64 %rd12, %rd8, 4;\n\tadd.s64 %rd13, %rd2, %rd12;\n\tadd.s64 %rd14, %rd1, %rd12;\n"
+    "\t@%p2 ld.global.v4.b32 {%r4, %r5, %r6, %r7}, [%rd13];\n"
+    "\t@%p3 ld.global.v4.b32 {%r8, %r9, %r10, %r11}, [%rd13+4096];\n"
+    "\t@%p4 ld.global.v4.b32 {%r12, %r13, %r14, %r15}, [%rd13+8192];\n"
+    "\t@%p5 ld.global.v4.b32 {%r16, %r17, %r18, %r19}, [%rd13+12288];\n"
+    "\t@%p2 st.global.v4.b32 [%rd14], {%r4, %r5, %r6, %r7};\n"
+    "\t@%p3 st.global.v4.b32 [%rd14+4096], {%r8, %r9, %r10, %r11};\n"
+    "\t@%p4 st.global.v4.b32 [%rd14+8192], {%r12, %r13, %r14, %r15};\n"
+    "\t@%p5 st.global.v4.b32 [%rd14+12288], {%r16, %r17, %r18, %r19};\n"
+    "\tadd.s64 %rd5, %rd5, %rd6;\n\tsetp.lt.u64 %p1, %rd5, %rd4;\n\t@%p1 bra.uni $Linst;\n"
+    "$Ldone:\n\tret;\n}\n";
+
+static tj_status load_copy_kernel(Bench *b) {
+  if (b->copy) return TJ_OK;
+  char ptx[sizeof copy_ptx_body + 128];
+  int head = snprintf(ptx, sizeof ptx, ".version %d.%d\n.target sm_%d\n.address_size 64\n\n",
+                      b->dev.ptx_version / 10, b->dev.ptx_version % 10, b->dev.target_arch);
+  memcpy(ptx + head, copy_ptx_body, sizeof copy_ptx_body);
+  return check_tj(b, "tj_load_ptx (copy kernel)",
+                  tj_load_ptx(b->ctx, ptx, "tj_bench_copy", &b->copy));
+}
+
+static tj_status enqueue_dtod(Bench *b, void *arg) {
+  const Case *c = arg;
+  return check_driver(b, "cuMemcpyDtoD", b->cu->cuMemcpyDtoD(c->y, c->x, c->bytes));
+}
+
+static tj_status enqueue_copy_kernel(Bench *b, void *arg) {
+  const Case *c = arg;
+  int64_t count16 = (int64_t)(c->bytes / 16);
+  tj_arg args[3] = {{TJ_ARG_INT, {.i = (int64_t)c->y}, 0},
+                    {TJ_ARG_INT, {.i = (int64_t)c->x}, 0},
+                    {TJ_ARG_INT, {.i = count16}, 0}};
+  int64_t grid = (count16 + COPY_CHUNK - 1) / COPY_CHUNK;
+  return check_tj(b, "tj_launch (copy kernel)", tj_launch(b->ctx, b->copy, args, 3, grid, NULL));
+}
+
+typedef struct Copy {
+  double gbps[2]; /* cuMemcpyDtoD, the copy kernel; 0 when not measured */
+} Copy;
+
+/* Whether y holds x in its first and last MiB of copied bytes. */
+static bool copy_matches(Bench *b, const Case *c, size_t copied) {
+  size_t span = copied < MIB ? copied : MIB;
+  void *buf = malloc(span);
+  bool ok = buf != NULL;
+  for (int end = 0; end < 2 && ok; end++) {
+    size_t at = end ? copied - span : 0;
+    ok = tj_copy_to_host(b->ctx, buf, c->y + at, span) == TJ_OK &&
+         memcmp(buf, (const char *)c->host_x + at, span) == 0;
+  }
+  free(buf);
+  if (!ok) fprintf(stderr, "tj-bench: the copy kernel did not copy x to y\n");
+  return ok;
+}
+
+/* Both copies of x to y, timed like the softmax; read + write counted. The
+ * copy kernel writes over a poisoned y and its result is checked. */
+static void measure_copy(Bench *b, Case *c, Copy *out) {
+  double dtod = time_op(b, enqueue_dtod, c), kernel = -1.0;
+  size_t copied = c->bytes / 16 * 16; /* the copy kernel moves whole uint4s */
+  if (copied && load_copy_kernel(b) == TJ_OK &&
+      !check_driver(b, "cuMemsetD8", b->cu->cuMemsetD8(c->y, 0xff, c->bytes)))
+    kernel = time_op(b, enqueue_copy_kernel, c);
+  if (kernel > 0.0 && !copy_matches(b, c, copied)) kernel = -1.0;
+  out->gbps[0] = dtod > 0.0 ? gbps(2.0 * (double)c->bytes, dtod) : 0.0;
+  out->gbps[1] = kernel > 0.0 ? gbps(2.0 * (double)copied, kernel) : 0.0;
+  for (int i = 0; i < 2; i++)
+    if (out->gbps[i] > b->copy_peak[i]) b->copy_peak[i] = out->gbps[i];
+  if (dtod < 0.0 || (copied && kernel < 0.0)) b->errors++;
+}
+
+/* ---- correctness ------------------------------------------------------- */
+
+typedef struct Check {
+  double max_abs, max_ratio; /* max |y - ref| and max |y - ref| / (atol + rtol |ref|) */
+  int64_t rows;
+  bool pass;
+} Check;
+
+/* Compares one row of y with the float64 softmax of row r of x. */
+static void check_row(const Case *c, const void *y_row, int64_t r, double *ref, Check *k) {
+  const void *x_row = (const char *)c->host_x + (size_t)(r * c->n) * dtype_sizes[c->dtype];
+  double m = -INFINITY, s = 0.0, rtol = rtols[c->dtype];
+  for (int64_t i = 0; i < c->n; i++) m = fmax(m, get(x_row, c->dtype, i));
+  for (int64_t i = 0; i < c->n; i++) s += ref[i] = exp(get(x_row, c->dtype, i) - m);
+  for (int64_t i = 0; i < c->n; i++) {
+    double want = ref[i] / s, err = fabs(get(y_row, c->dtype, i) - want);
+    double ratio = err / (abs_tol + rtol * fabs(want));
+    if (!(ratio <= 1.0)) k->pass = false;
+    if (isnan(err)) err = ratio = INFINITY; /* an unwritten (NaN) element */
+    if (err > k->max_abs) k->max_abs = err;
+    if (ratio > k->max_ratio) k->max_ratio = ratio;
+  }
+  k->rows++;
+}
+
+/* The i-th row to check: all of them for small problems, else the first,
+ * the last and random ones. */
+static int64_t row_to_check(Bench *b, const Case *c, int64_t i, bool all) {
+  if (all || i == 0) return i;
+  return i == 1 ? c->m - 1 : (int64_t)(splitmix64(&b->rng) % (uint64_t)c->m);
+}
+
+static int64_t rows_to_check(const Case *c, bool all) {
+  if (all) return c->m;
+  int64_t rows = SAMPLE_ELEMENTS / c->n;
+  rows = rows < MIN_SAMPLE_ROWS ? MIN_SAMPLE_ROWS : rows > MAX_SAMPLE_ROWS ? MAX_SAMPLE_ROWS : rows;
+  return rows < c->m ? rows : c->m;
+}
+
+/* One tj_softmax on a NaN-poisoned y, then the check of sampled rows. */
+static tj_status check_case(Bench *b, Case *c, Check *k) {
+  size_t row_bytes = (size_t)c->n * dtype_sizes[c->dtype];
+  bool all = c->m * c->n <= FULL_CHECK_ELEMENTS || rows_to_check(c, false) == c->m;
+  memset(k, 0, sizeof *k);
+  k->pass = true;
+  tj_status st = check_driver(b, "cuMemsetD8", b->cu->cuMemsetD8(c->y, 0xff, c->bytes));
+  if (st == TJ_OK) st = enqueue_softmax(b, c);
+  if (st == TJ_OK) st = check_tj(b, "the first run", tj_context_synchronize(b->ctx));
+  void *y_row = malloc(row_bytes);
+  double *ref = malloc((size_t)c->n * sizeof *ref);
+  if (st == TJ_OK && (!y_row || !ref)) st = TJ_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0, rows = rows_to_check(c, all); st == TJ_OK && i < rows; i++) {
+    int64_t r = row_to_check(b, c, i, all);
+    st = check_tj(b, "download",
+                  tj_copy_to_host(b->ctx, y_row, c->y + (uint64_t)r * row_bytes, row_bytes));
+    if (st == TJ_OK) check_row(c, y_row, r, ref, k);
+  }
+  free(y_row);
+  free(ref);
+  return st;
+}
+
+/* ---- --bandwidth ------------------------------------------------------- */
+
+static int64_t large_m(int64_t n) {
+  int64_t row = n * (int64_t)sizeof(float);
+  return ((int64_t)LARGE_X_BYTES + row - 1) / row;
+}
+
+/* The shapes of the chosen sets, or of --n / --m. Returns the count. */
+static int shape_list(const Options *o, Shape *out) {
+  int count = 0;
+  if (o->n_count) {
+    for (int i = 0; i < o->n_count; i++)
+      out[count++] = (Shape){o->m ? o->m : large_m(o->n_list[i]), o->n_list[i]};
+    return count;
+  }
+  for (size_t i = 0; (o->sets & SET_LARGE) && i < sizeof large_ns / sizeof large_ns[0]; i++)
+    out[count++] = (Shape){o->m ? o->m : large_m(large_ns[i]), large_ns[i]};
+  for (size_t i = 0; (o->sets & SET_SMALL) && i < sizeof small_shapes / sizeof small_shapes[0]; i++)
+    out[count++] = (Shape){o->m ? o->m : small_shapes[i].m, small_shapes[i].n};
+  return count;
+}
+
+static void print_bandwidth_header(const Bench *b) {
+  printf("\nbandwidth: GB/s = 2*M*N*elem / median kernel time; median of %d reps, each after an "
+         "L2 flush\n(cuMemsetD8 over 512 MiB) and timed by its own CUDA events. Large set: M = "
+         "ceil(256 MiB / (4 N))\nfor every dtype (x >= 256 MiB in f32, half that in f16/bf16). "
+         "copy = cuMemcpyDtoD and a 16-byte\ncopy kernel over the same bytes, read + write; "
+         "%% copy is of the larger. err/tol = max |y - ref| /\n(atol + rtol |ref|) over the "
+         "checked rows (PASS if <= 1).\n",
+         b->opt->reps);
+  printf("%9s %7s %-5s %-7s %10s %8s %7s %9s %9s %9s %6s\n", "M", "N", "dtype", "backend", "us",
+         "GB/s", "%copy", "dtod GB/s", "kern GB/s", "err/tol", "check");
+}
+
+static void print_row(Bench *b, const Case *c, const Copy *copy, double us, const Check *k) {
+  double bw = gbps(2.0 * (double)c->bytes, us);
+  double best = copy->gbps[0] > copy->gbps[1] ? copy->gbps[0] : copy->gbps[1];
+  double pct = best > 0.0 ? 100.0 * bw / best : 0.0;
+  printf("%9lld %7lld %-5s %-7s %10.2f %8.1f %6.1f%% %9.1f %9.1f %9.3g %6s\n", (long long)c->m,
+         (long long)c->n, dtype_names[c->dtype], backend_names[c->backend], us, bw, pct,
+         copy->gbps[0], copy->gbps[1], k->max_ratio, k->pass ? "PASS" : "FAIL");
+  fflush(stdout);
+  CsvKey key = {"bandwidth", c->m, c->n, dtype_names[c->dtype], backend_names[c->backend]};
+  csv(b, &key, "kernel_us", us, "us");
+  csv(b, &key, "gbps", bw, "GB/s");
+  csv(b, &key, "pct_copy", pct, "%");
+  csv(b, &key, "copy_dtod_gbps", copy->gbps[0], "GB/s");
+  csv(b, &key, "copy_kernel_gbps", copy->gbps[1], "GB/s");
+  csv(b, &key, "max_abs_err", k->max_abs, "");
+  csv(b, &key, "max_err_over_tol", k->max_ratio, "");
+  csv(b, &key, "checked_rows", (double)k->rows, "rows");
+  csv(b, &key, "pass", k->pass, "");
+}
+
+static void print_error_row(const Case *c, const char *what) {
+  printf("%9lld %7lld %-5s %-7s %s\n", (long long)c->m, (long long)c->n, dtype_names[c->dtype],
+         backend_names[c->backend], what);
+  fflush(stdout);
+}
+
+/* Check, then time, the softmax of one case with c->backend. */
+static void bench_backend(Bench *b, Case *c, const Copy *copy) {
+  Check k;
+  tj_status st = check_case(b, c, &k);
+  if (st == TJ_ERR_NO_NVRTC) {
+    if (!b->said_no_nvrtc++) fprintf(stderr, "tj-bench: %s\n", tj_context_error(b->ctx));
+    print_error_row(c, "skipped: no NVRTC");
+    return;
+  }
+  double us = st == TJ_OK ? time_op(b, enqueue_softmax, c) : -1.0;
+  if (us < 0.0) {
+    b->errors++;
+    print_error_row(c, "ERROR (see stderr)");
+    return;
+  }
+  if (!k.pass) b->failures++;
+  print_row(b, c, copy, us, &k);
+}
+
+static void bench_shape(Bench *b, Shape shape, tj_dtype dtype) {
+  Case c = {shape.m, shape.n, dtype, TJ_BACKEND_PTX, 0, 0, 0, NULL};
+  Copy copy = {{0.0, 0.0}};
+  if (case_open(b, &c) != TJ_OK) {
+    b->errors++;
+    print_error_row(&c, "ERROR (see stderr)");
+  } else {
+    measure_copy(b, &c, &copy);
+    for (int be = 0; be < TJ_BACKEND_COUNT; be++)
+      if (b->opt->backends & 1u << be) c.backend = (tj_backend)be, bench_backend(b, &c, &copy);
+  }
+  case_close(b, &c);
+}
+
+static int run_bandwidth(Bench *b) {
+  Shape shapes[MAX_LIST + 32];
+  int count = shape_list(b->opt, shapes);
+  print_bandwidth_header(b);
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+    for (int i = 0; (b->opt->dtypes & 1u << d) && i < count; i++)
+      bench_shape(b, shapes[i], (tj_dtype)d);
+  printf("copy, best of this run: cuMemcpyDtoD %.1f GB/s, copy kernel %.1f GB/s\n", b->copy_peak[0],
+         b->copy_peak[1]);
+  printf("bandwidth: %d correctness failure%s, %d error%s\n", b->failures,
+         b->failures == 1 ? "" : "s", b->errors, b->errors == 1 ? "" : "s");
+  return b->failures || b->errors ? 1 : 0;
+}
+
+/* ---- --latency --------------------------------------------------------- */
+
+static int latency_codegen(Bench *b) {
+  static const int64_t ns[] = {1000, 65536};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+    CodegenStats s;
+    if (codegen_stats(ns[i], TJ_DTYPE_F32, b->dev.target_arch, CODEGEN_RUNS, &s)) return 1;
+    printf("codegen         N=%-6lld f32  %8.1f us  median of %d (p10 %.1f, p90 %.1f)   target "
+           "<= %.0f us: %s\n",
+           (long long)ns[i], s.median, CODEGEN_RUNS, s.p10, s.p90, TARGET_CODEGEN_US,
+           verdict(s.median, TARGET_CODEGEN_US));
+    CsvKey key = {"latency", 0, ns[i], "f32", "ptx"};
+    csv(b, &key, "codegen_us", s.median, "us");
+  }
+  return 0;
+}
+
+typedef struct Cold {
+  double ms, codegen_us, jit_ms;
+} Cold;
+
+/* The first tj_softmax of c (not compiled yet) and its synchronization. */
+static tj_status cold_call(Bench *b, Case *c, Cold *out) {
+  tj_cache_stats s0, s1;
+  tj_context_cache_stats(b->ctx, &s0);
+  double t0 = now_us();
+  tj_status st = enqueue_softmax(b, c);
+  if (st == TJ_OK) st = check_tj(b, "synchronize", tj_context_synchronize(b->ctx));
+  double t1 = now_us();
+  tj_context_cache_stats(b->ctx, &s1);
+  out->ms = (t1 - t0) / 1e3;
+  out->codegen_us = s1.codegen_us - s0.codegen_us;
+  out->jit_ms = s1.jit_ms - s0.jit_ms;
+  if (st == TJ_OK && s1.misses != s0.misses + 1)
+    fprintf(stderr, "tj-bench: N=%lld was not a single cache miss\n", (long long)c->n);
+  return st;
+}
+
+/* The first compile separately (it includes one-time JIT or NVRTC set-up),
+ * and the medians of the others; the target applies to tilejit's own PTX. */
+static void print_cold_summary(Bench *b, tj_backend be, const Cold *cold, int count) {
+  double ms[COLD_COUNT], codegen_us[COLD_COUNT], jit_ms[COLD_COUNT];
+  for (int i = 1; i < count; i++) {
+    ms[i - 1] = cold[i].ms;
+    codegen_us[i - 1] = cold[i].codegen_us;
+    jit_ms[i - 1] = cold[i].jit_ms;
+  }
+  double med = median(ms, count - 1);
+  printf("cold compile    %-5s first in process %.2f ms; median of the other %d: %.2f ms "
+         "(codegen %.0f us, JIT %.2f ms)",
+         backend_names[be], cold[0].ms, count - 1, med, median(codegen_us, count - 1),
+         median(jit_ms, count - 1));
+  if (be == TJ_BACKEND_PTX)
+    printf("   target <= %.0f ms: %s", TARGET_COLD_MS, verdict(med, TARGET_COLD_MS));
+  printf("\n");
+  CsvKey key = {"latency", COLD_M, 0, "f32", backend_names[be]};
+  csv(b, &key, "cold_first_ms", cold[0].ms, "ms");
+  csv(b, &key, "cold_median_ms", med, "ms");
+}
+
+/* Cold compiles of the cold_ns kernels through backend be. */
+static int latency_cold(Bench *b, tj_backend be) {
+  Cold cold[COLD_COUNT];
+  Case c = {COLD_M, cold_ns[COLD_COUNT - 1], TJ_DTYPE_F32, be, 0, 0, 0, NULL};
+  int rc = case_open(b, &c) != TJ_OK;
+  for (int i = 0; i < COLD_COUNT && !rc; i++) {
+    c.n = cold_ns[i];
+    tj_status st = cold_call(b, &c, &cold[i]);
+    if (st == TJ_ERR_NO_NVRTC) {
+      printf("cold compile    %-5s skipped: %s\n", backend_names[be], tj_context_error(b->ctx));
+      break;
+    }
+    if ((rc = st != TJ_OK)) break;
+    printf("  %-5s M=%d N=%-6lld first call %8.2f ms  (codegen %7.0f us, driver JIT %6.2f ms)\n",
+           backend_names[be], COLD_M, (long long)c.n, cold[i].ms, cold[i].codegen_us,
+           cold[i].jit_ms);
+    CsvKey key = {"latency", COLD_M, c.n, "f32", backend_names[be]};
+    csv(b, &key, "cold_ms", cold[i].ms, "ms");
+    csv(b, &key, "cold_codegen_us", cold[i].codegen_us, "us");
+    csv(b, &key, "cold_jit_ms", cold[i].jit_ms, "ms");
+    if (i == COLD_COUNT - 1) print_cold_summary(b, be, cold, COLD_COUNT);
+  }
+  case_close(b, &c);
+  return rc;
+}
+
+typedef struct Rate {
+  double mean_us, median_us;
+} Rate;
+
+/* LAUNCHES calls of op without synchronization (one at the end, untimed):
+ * the loop's wall time per call, and the median of the single calls. */
+static int launch_rate(Bench *b, Enqueue op, void *arg, Rate *out) {
+  double *t = malloc((LAUNCHES + 1) * sizeof *t);
+  int rc = !t;
+  for (int i = 0; i < 100 && !rc; i++) rc = op(b, arg) != TJ_OK; /* warm-up */
+  if (!rc) rc = check_tj(b, "synchronize", tj_context_synchronize(b->ctx)) != TJ_OK;
+  for (int i = 0; i < LAUNCHES && !rc; i++) {
+    t[i] = now_us();
+    rc = op(b, arg) != TJ_OK;
+  }
+  if (!rc) {
+    t[LAUNCHES] = now_us();
+    rc = check_tj(b, "synchronize", tj_context_synchronize(b->ctx)) != TJ_OK;
+    out->mean_us = (t[LAUNCHES] - t[0]) / LAUNCHES;
+    for (int i = 0; i < LAUNCHES; i++) t[i] = t[i + 1] - t[i];
+    out->median_us = median(t, LAUNCHES);
+  }
+  free(t);
+  return rc;
+}
+
+/* The softmax kernel for M = 1, N = 32, through tj_launch and raw. */
+typedef struct Launch {
+  tj_kernel *kernel;
+  tj_arg args[5];
+  uint64_t slots[6];
+  void *params[6];
+} Launch;
+
+static tj_status enqueue_tj_launch(Bench *b, void *arg) {
+  Launch *l = arg;
+  return check_tj(b, "tj_launch", tj_launch(b->ctx, l->kernel, l->args, 5, 1, NULL));
+}
+
+static tj_status enqueue_raw(Bench *b, void *arg) {
+  Launch *l = arg;
+  unsigned threads = (unsigned)l->kernel->report.info.threads;
+  return check_driver(
+      b, "cuLaunchKernel",
+      b->cu->cuLaunchKernel(l->kernel->function, 1, 1, 1, threads, 1, 1, 0, NULL, l->params, NULL));
+}
+
+/* The kernel tj_softmax uses for c (the same spec: 16-byte alignment). */
+static tj_status launch_setup(Bench *b, const Case *c, Launch *l) {
+  tj_program *p = NULL;
+  tj_spec *s = NULL;
+  tj_spec_options o;
+  tj_status st = tj_softmax_program(TJ_SOFTMAX_AUTO, c->n, &p);
+  if (st == TJ_OK) st = tj_softmax_spec_options(TJ_SOFTMAX_AUTO, c->dtype, c->n, &o);
+  o.align = 16;
+  if (st == TJ_OK) st = tj_specialize(p, &o, &s);
+  if (st == TJ_OK)
+    st = check_tj(b, "tj_compile", tj_compile(b->ctx, s, TJ_BACKEND_PTX, &l->kernel));
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  if (st != TJ_OK || l->kernel->param_count != 6) return st ? st : TJ_ERR_UNSUPPORTED;
+  int64_t values[5] = {(int64_t)c->y, (int64_t)c->x, c->n, c->n, c->n};
+  uint32_t n32 = (uint32_t)c->n;
+  memset(l->slots, 0, sizeof l->slots);
+  for (int i = 0; i < 5; i++) l->args[i] = (tj_arg){TJ_ARG_INT, {.i = values[i]}, 0};
+  for (int i = 0; i < 4; i++) l->slots[i] = (uint64_t)values[i];
+  for (int i = 0; i < 6; i++) l->params[i] = &l->slots[i];
+  memcpy(&l->slots[4], &n32, sizeof n32); /* the kernel's n is .u32 */
+  l->slots[5] = (uint64_t)c->m;           /* the hidden instance count */
+  return TJ_OK;
+}
+
+static void print_rate(Bench *b, const char *what, const char *metric, const Rate *r, bool target) {
+  printf("%-44s %6.2f us per call (median of single calls %.2f us)", what, r->mean_us,
+         r->median_us);
+  if (target)
+    printf("   target <= %.0f us: %s", TARGET_LAUNCH_US, verdict(r->mean_us, TARGET_LAUNCH_US));
+  printf("\n");
+  CsvKey key = {"latency", 1, 32, "f32", "ptx"};
+  csv(b, &key, metric, r->mean_us, "us");
+}
+
+/* Host time per launch on a cache hit: tj_softmax, tj_launch, cuLaunchKernel. */
+static int latency_launch(Bench *b) {
+  Case c = {1, 32, TJ_DTYPE_F32, TJ_BACKEND_PTX, 0, 0, 0, NULL};
+  Launch l;
+  Rate r[3];
+  Check k;
+  int rc = case_open(b, &c) != TJ_OK || check_case(b, &c, &k) != TJ_OK;
+  if (!rc && !k.pass) fprintf(stderr, "tj-bench: M=1 N=32 softmax FAILED its check\n");
+  rc = rc || !k.pass || launch_rate(b, enqueue_softmax, &c, &r[0]) ||
+       launch_setup(b, &c, &l) != TJ_OK || launch_rate(b, enqueue_tj_launch, &l, &r[1]) ||
+       launch_rate(b, enqueue_raw, &l, &r[2]);
+  if (!rc) {
+    printf("host time per launch, M=1 N=32 f32, %d calls without synchronization:\n", LAUNCHES);
+    print_rate(b, "  tj_softmax (cache hit)", "launch_tj_softmax_us", &r[0], true);
+    print_rate(b, "  tj_launch of the same kernel", "launch_tj_launch_us", &r[1], false);
+    print_rate(b, "  cuLaunchKernel of the same kernel", "launch_raw_us", &r[2], false);
+    printf("  tilejit adds %.2f us per tj_softmax call over a raw cuLaunchKernel\n",
+           r[0].mean_us - r[2].mean_us);
+  }
+  case_close(b, &c);
+  return rc;
+}
+
+static int run_latency(Bench *b) {
+  printf("\nlatency (CUDA_CACHE_DISABLE=1: every new kernel goes through the driver's JIT)\n");
+  int rc = latency_codegen(b);
+  rc |= latency_cold(b, TJ_BACKEND_PTX);
+  rc |= latency_cold(b, TJ_BACKEND_NVRTC);
+  rc |= latency_launch(b);
+  fflush(stdout);
+  return rc;
+}
+
+/* ---- arguments --------------------------------------------------------- */
+
+static int usage(void) {
+  fprintf(stderr,
+          "usage: tj-bench [--bandwidth | --latency | --all | --codegen] [options]\n"
+          "  --bandwidth       softmax GB/s and %% of copy bandwidth (the default)\n"
+          "  --latency         codegen, cold compile, NVRTC compile, host time per launch\n"
+          "  --all             --latency, then --bandwidth\n"
+          "  --codegen         tj_specialize + tj_emit_ptx only (needs no GPU)\n"
+          "  --set S           large, small or all (default large)\n"
+          "  --n LIST          N values, comma-separated, instead of the sets; M from --m\n"
+          "                    or ceil(256 MiB / (4 N))\n"
+          "  --m M             M for every shape\n"
+          "  --dtype D         f32, f16, bf16 or all (default f32)\n"
+          "  --backend B       ptx, nvrtc or both (default ptx)\n"
+          "  --reps K          timed repetitions per measurement (default 30)\n"
+          "  --csv FILE        also write section,m,n,dtype,backend,metric,value,unit rows\n"
+          "  --iters K         --codegen runs (default 2000)\n"
+          "  --arch sm_XX      --codegen target (default sm_90)\n");
+  return 2;
+}
+
+static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+/* One of names (a bit each) or all_name (every bit). */
+static bool parse_mask(const char *text, const char *const *names, int count, const char *all_name,
+                       unsigned *mask) {
+  if (!strcmp(text, all_name)) return *mask = (1u << count) - 1, true;
+  for (int i = 0; i < count; i++)
+    if (!strcmp(text, names[i])) return *mask = 1u << i, true;
+  return false;
+}
+
+static bool parse_list(const char *text, Options *o) {
+  char buf[1024];
+  if (strlen(text) >= sizeof buf) return false;
+  strcpy(buf, text);
+  o->n_count = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+    if (o->n_count == MAX_LIST || !parse_int(tok, 1, INT32_MAX, &o->n_list[o->n_count++]))
+      return false;
+  return o->n_count > 0;
+}
+
+static bool parse_value(const char *name, const char *value, Options *o) {
+  static const char *const sets[] = {"large", "small"};
+  int64_t v;
+  if (!strcmp(name, "--set")) return parse_mask(value, sets, 2, "all", &o->sets);
+  if (!strcmp(name, "--n")) return parse_list(value, o);
+  if (!strcmp(name, "--m")) return parse_int(value, 1, INT32_MAX, &o->m);
+  if (!strcmp(name, "--dtype"))
+    return parse_mask(value, dtype_names, TJ_DTYPE_COUNT, "all", &o->dtypes);
+  if (!strcmp(name, "--backend"))
+    return parse_mask(value, backend_names, TJ_BACKEND_COUNT, "both", &o->backends);
+  if (!strcmp(name, "--csv")) return (o->csv_path = value), *value != '\0';
+  if (!strcmp(name, "--reps") && parse_int(value, 1, MAX_REPS, &v)) return o->reps = (int)v, true;
+  if (!strcmp(name, "--iters") && parse_int(value, 1, 100000000, &v))
+    return o->iters = (long)v, true;
+  if (!strcmp(name, "--arch") && parse_int(value + (strncmp(value, "sm_", 3) ? 0 : 3), 1, 1000, &v))
+    return o->arch = (int)v, true;
+  return false;
+}
+
+static bool parse_args(int argc, char **argv, Options *o) {
+  static const char *const modes[] = {"--codegen", "--bandwidth", "--latency", "--all"};
+  *o = (Options){.mode = MODE_BANDWIDTH,
+                 .iters = 2000,
+                 .arch = 90,
+                 .sets = SET_LARGE,
+                 .dtypes = 1u << TJ_DTYPE_F32,
+                 .backends = 1u << TJ_BACKEND_PTX,
+                 .reps = 30};
+  for (int i = 1; i < argc; i++) {
+    int mode = -1;
+    for (int m = 0; m < 4; m++)
+      if (!strcmp(argv[i], modes[m])) mode = m;
+    if (mode >= 0) {
+      o->mode = mode;
+    } else if (i + 1 >= argc || !parse_value(argv[i], argv[i + 1], o)) {
+      fprintf(stderr, "tj-bench: bad option or value: %s%s%s\n", argv[i], i + 1 < argc ? " " : "",
+              i + 1 < argc ? argv[i + 1] : "");
+      return false;
+    } else {
+      i++;
+    }
+  }
+  return true;
+}
+
+int main(int argc, char **argv) {
+  Options o;
+  if (!parse_args(argc, argv, &o)) return usage();
+  if (o.mode == MODE_CODEGEN) return run_codegen(&o);
+  /* Before the driver loads (tj_context_create), so that it takes effect. */
+  if (o.mode != MODE_BANDWIDTH && setenv("CUDA_CACHE_DISABLE", "1", 1) != 0) return 1;
+  Bench b;
+  int rc = bench_open(&b, &o);
+  if (rc == 0) {
+    print_header(&b);
+    if (o.mode == MODE_LATENCY || o.mode == MODE_ALL) rc |= run_latency(&b);
+    if (o.mode == MODE_BANDWIDTH || o.mode == MODE_ALL) rc |= run_bandwidth(&b);
+  }
+  bench_close(&b);
+  return rc;
 }

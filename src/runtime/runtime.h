@@ -103,6 +103,8 @@ enum {
   X(cuMemFree, 12000, (CuDevicePtr ptr))                                                           \
   X(cuMemcpyHtoD, 12000, (CuDevicePtr dst, const void *src, size_t bytes))                         \
   X(cuMemcpyDtoH, 12000, (void *dst, CuDevicePtr src, size_t bytes))                               \
+  X(cuMemcpyDtoD, 12000, (CuDevicePtr dst, CuDevicePtr src, size_t bytes))                         \
+  X(cuMemsetD8, 12000, (CuDevicePtr dst, unsigned char value, size_t count))                       \
   X(cuStreamCreate, 12000, (CuStream * stream, unsigned flags))                                    \
   X(cuStreamDestroy, 12000, (CuStream stream))                                                     \
   X(cuStreamSynchronize, 12000, (CuStream stream))                                                 \
