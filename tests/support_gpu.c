@@ -42,9 +42,12 @@ int gpu_main(Suite *suite) {
   if (child < 0) return 1;
   if (child == 0) _exit(probe());
   int status = 0;
-  if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 1;
-  if (WEXITSTATUS(status) != 0) return WEXITSTATUS(status);
-  SRunner *r = srunner_create(suite);
+  bool probed = waitpid(child, &status, 0) == child && WIFEXITED(status);
+  SRunner *r = srunner_create(suite); /* owns the suite: freed on every path */
+  if (!probed || WEXITSTATUS(status) != 0) {
+    srunner_free(r);
+    return probed ? WEXITSTATUS(status) : 1;
+  }
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
   srunner_free(r);
