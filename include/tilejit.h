@@ -282,6 +282,9 @@ typedef struct tj_kernel_info {
   int shared_bytes;       /* static shared memory */
   int arch, ptx_version;  /* as emitted */
   int param_count;        /* the program's parameters, without the hidden one */
+  int all_ctas;           /* launch hint: 1 = one CTA per programs_per_cta instances even
+                             past what the device holds at once; 0 = at most that many
+                             CTAs, each striding over the rest (a persistent grid) */
 } tj_kernel_info;
 
 /* Lowers a specialized program to PTX text (release with tj_free). The same

@@ -73,9 +73,11 @@ static bool compare_output(const RandProg *rp, int param, tj_dtype d, const void
     bool want_poison = is_poison(want, d, i), got_poison = is_poison(got, d, i);
     double w = elem_get(want, d, i), g = elem_get(got, d, i);
     if (want_poison != got_poison || (!want_poison && !agree(g, w, tol))) {
-      note_failure(t, "\n  %s: parameter %d element %zu (row %zu): GPU %.9g%s, interpreter %.9g%s",
-                   label, param, i, i / (size_t)rp->stride, g, got_poison ? " (unwritten)" : "", w,
-                   want_poison ? " (unwritten)" : "");
+      note_failure(t,
+                   "\n  %s: parameter %d element %zu (row %zu, column %zu): GPU %.9g%s, "
+                   "interpreter %.9g%s",
+                   label, param, i, i / (size_t)rp->stride, i % (size_t)rp->stride, g,
+                   got_poison ? " (unwritten)" : "", w, want_poison ? " (unwritten)" : "");
       return false;
     }
     if (!want_poison && isfinite(w) && isfinite(g))

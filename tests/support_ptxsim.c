@@ -40,12 +40,14 @@ typedef enum Op {
   OP_NEG,
   OP_AND,
   OP_OR,
+  OP_XOR,
   OP_SHL,
   OP_SHR,
   OP_BFE,
   OP_CVT,
   OP_CVTA,
   OP_SELP,
+  OP_FMA,
   OP_SETP,
   OP_EX2,
   OP_LG2,
@@ -217,7 +219,7 @@ static bool parse_operand(Kernel *k, char *text, Opnd *o) {
     return true;
   }
   o->kind = K_IMM;
-  if (text[0] == '0' && text[1] == 'f')
+  if (text[0] == '0' && (text[1] == 'f' || text[1] == 'd')) /* f32 and f64 bits */
     o->imm = strtoull(text + 2, NULL, 16);
   else if (text[0] == '0' && text[1] == 'x')
     o->imm = strtoull(text + 2, NULL, 16);
@@ -248,12 +250,12 @@ static const struct {
   const char *name;
   Op op;
 } opcodes[] = {
-    {"mov", OP_MOV},   {"add", OP_ADD},   {"sub", OP_SUB},   {"mul", OP_MUL}, {"div", OP_DIV},
-    {"rcp", OP_RCP},   {"max", OP_MAX},   {"min", OP_MIN},   {"neg", OP_NEG}, {"and", OP_AND},
-    {"or", OP_OR},     {"shl", OP_SHL},   {"shr", OP_SHR},   {"bfe", OP_BFE}, {"cvt", OP_CVT},
-    {"cvta", OP_CVTA}, {"selp", OP_SELP}, {"setp", OP_SETP}, {"ex2", OP_EX2}, {"lg2", OP_LG2},
-    {"ld", OP_LD},     {"st", OP_ST},     {"shfl", OP_SHFL}, {"bar", OP_BAR}, {"bra", OP_BRA},
-    {"ret", OP_RET},
+    {"mov", OP_MOV}, {"add", OP_ADD},   {"sub", OP_SUB},   {"mul", OP_MUL}, {"div", OP_DIV},
+    {"rcp", OP_RCP}, {"max", OP_MAX},   {"min", OP_MIN},   {"neg", OP_NEG}, {"and", OP_AND},
+    {"or", OP_OR},   {"xor", OP_XOR},   {"shl", OP_SHL},   {"shr", OP_SHR}, {"bfe", OP_BFE},
+    {"cvt", OP_CVT}, {"cvta", OP_CVTA}, {"selp", OP_SELP}, {"fma", OP_FMA}, {"setp", OP_SETP},
+    {"ex2", OP_EX2}, {"lg2", OP_LG2},   {"ld", OP_LD},     {"st", OP_ST},   {"shfl", OP_SHFL},
+    {"bar", OP_BAR}, {"bra", OP_BRA},   {"ret", OP_RET},
 };
 
 static bool parse_instruction(Kernel *k, char *text, int line) {
@@ -326,6 +328,8 @@ static bool parse_declaration(Kernel *k, const char *s) {
   return true;
 }
 
+static const char *last_type(const Ins *in);
+
 static bool parse_kernel(Kernel *k, const char *ptx, char *why, size_t size) {
   char *copy = malloc(strlen(ptx) + 1);
   if (!copy) return false;
@@ -355,6 +359,14 @@ static bool parse_kernel(Kernel *k, const char *ptx, char *why, size_t size) {
   }
   free(copy);
   for (int i = 0; ok && i < k->count; i++) {
+    const Ins *in = &k->ins[i];
+    if ((in->op == OP_MAX || in->op == OP_MIN) && !strcmp(last_type(in), "s32"))
+      ok = false, snprintf(why, size,
+                           "ptx line %d: %s.s32, which ptxas for sm_90 miscompiles in trees of "
+                           "negations (write i32 max/min on unsigned keys)",
+                           in->line, in->op == OP_MAX ? "max" : "min");
+  }
+  for (int i = 0; ok && i < k->count; i++) {
     if (k->ins[i].op != OP_BRA) continue;
     k->ins[i].target = -1;
     for (int j = 0; j < k->nlabels; j++)
@@ -376,6 +388,18 @@ static float f32_of(uint64_t bits) {
 static uint64_t bits_of(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static double f64_of(uint64_t bits) {
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+static uint64_t bits_of64(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
   return u;
 }
 
@@ -472,6 +496,7 @@ static uint64_t arith(Sim *s, const Ins *in, uint64_t a, uint64_t b) {
     case OP_MIN: return (uint64_t)(x < y ? x : y);
     case OP_AND: return a & b;
     case OP_OR: return a | b;
+    case OP_XOR: return a ^ b;
     case OP_SHL: return a << (b & 63);
     case OP_SHR:
       return !strcmp(type, "s32") ? (uint64_t)(x >> (b & 31)) : (uint64_t)(sx(a, type) >> (b & 63));
@@ -538,6 +563,8 @@ static uint64_t convert(Sim *s, const Ins *in, uint64_t a) {
   const char *to = in->mods[in->nmods - 2], *from = in->mods[in->nmods - 1];
   float f = 0;
   bool from_float = true;
+  if (!strcmp(to, "f64") && !strcmp(from, "f32")) return bits_of64((double)f32_of(a));
+  if (!strcmp(to, "f32") && !strcmp(from, "f64")) return bits_of((float)f64_of(a));
   if (!strcmp(from, "f32"))
     f = f32_of(a);
   else if (!strcmp(from, "f16"))
@@ -561,8 +588,11 @@ static uint64_t unary(Sim *s, const Ins *in, uint64_t a) {
   const char *type = last_type(in);
   float x = f32_of(a);
   switch (in->op) {
-  case OP_NEG: return strcmp(type, "f32") ? (uint64_t)(-(int64_t)sx(a, type)) : bits_of(-x);
-  case OP_RCP: return bits_of(1.0f / x);
+  case OP_NEG:
+    if (!strcmp(type, "f64")) return bits_of64(-f64_of(a));
+    return strcmp(type, "f32") ? (uint64_t)(-(int64_t)sx(a, type)) : bits_of(-x);
+  case OP_RCP: /* rcp.approx.ftz.f64: exact here, which the Newton steps after it keep */
+    return !strcmp(type, "f64") ? bits_of64(1.0 / f64_of(a)) : bits_of(1.0f / x);
   case OP_EX2: return bits_of(ftz(exp2f(ftz(x))));
   case OP_LG2: return bits_of(ftz(log2f(ftz(x))));
   case OP_CVT: return convert(s, in, a);
@@ -673,6 +703,7 @@ static void step(Sim *s, Thread *t, const Ins *in) {
   case OP_MIN:
   case OP_AND:
   case OP_OR:
+  case OP_XOR:
   case OP_SHL:
   case OP_SHR: put(s, t, in, 0, arith(s, in, get(s, t, in, 1), get(s, t, in, 2))); break;
   case OP_NEG:
@@ -687,6 +718,15 @@ static void step(Sim *s, Thread *t, const Ins *in) {
     break;
   }
   case OP_SELP: put(s, t, in, 0, get(s, t, in, 3) ? get(s, t, in, 1) : get(s, t, in, 2)); break;
+  case OP_FMA: {
+    if (strcmp(last_type(in), "f64")) {
+      fail(s, in->line, "unsupported fma type");
+      break;
+    }
+    double r = fma(f64_of(get(s, t, in, 1)), f64_of(get(s, t, in, 2)), f64_of(get(s, t, in, 3)));
+    put(s, t, in, 0, bits_of64(r));
+    break;
+  }
   case OP_SETP: setp(s, t, in); break;
   case OP_LD: load(s, t, in); break;
   case OP_ST: store(s, t, in); break;

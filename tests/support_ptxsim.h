@@ -7,7 +7,10 @@
  * or would fault: every global access must lie inside an argument's buffer
  * and be aligned to its size; every lane of a warp must reach the same
  * shfl.sync, and every thread of a CTA the same bar.sync; a register read
- * before any write is an error. Threads of a CTA run one at a time between
+ * before any write is an error. It also refuses PTX that it would run right
+ * but the GPU's own compiler is known to get wrong: max.s32 and min.s32
+ * (ptxas of CUDA 13.0 for sm_90 fuses max(max(-a, -b), -c) into one
+ * VIMNMX3 and drops a negation; the backend writes them on unsigned keys). Threads of a CTA run one at a time between
  * those synchronization points, CTAs one after another.
  *
  * Arithmetic follows PTX: f32 math in float, ex2/lg2 through exp2f/log2f

@@ -202,12 +202,69 @@ START_TEST(random_programs_match_interpreter) {
 }
 END_TEST
 
+/* ---- i32 max and min ------------------------------------------------------- */
+
+/* The GPU-only bug of random seeds 49, 191 and 382 (f16 programs with an i32
+ * reduce_max of arange * -1): ptxas miscompiled max.s32 trees of negations.
+ * The backend now writes i32 max/min on unsigned keys, which the simulator
+ * must run right (and it refuses max.s32 / min.s32 outright). Negative,
+ * positive and extreme values, every dtype's layout, one and two warps. */
+START_TEST(i32_max_and_min_of_negations) {
+  static const char text[] =
+      "kernel negmax\n%0 : ptr<f32> = param out\n%1 : ptr<i32> = param v\n%2 : ptr<DTYPE> = param "
+      "h\n"
+      "%3 : tile<i32,BLOCK> = arange\n%4 : i32 = const -1\n%5 : tile<i32,BLOCK> = mul %3, %4\n"
+      "%6 : tile<i32,BLOCK> = load %1, %3\n%7 : tile<i32,BLOCK> = neg %6\n"
+      "%8 : tile<i32,BLOCK> = max %5, %7\n%9 : tile<i32,BLOCK> = min %8, %6\n"
+      "%10 : i32 = reduce_max %5\n%11 : i32 = reduce_max %7\n%12 : i32 = max %10, %11\n"
+      "%13 : tile<i32,BLOCK> = add %9, %12\n%14 : tile<f32,BLOCK> = cast %13\n"
+      "store %0, %3, %14\n%15 : tile<DTYPE,BLOCK> = cast %14\nstore %2, %3, %15\n";
+  tj_program *p;
+  ck_assert_int_eq(tj_program_parse(text, strlen(text), &p), TJ_OK);
+  enum { N = 512 };
+  static int32_t v[N];
+  static float got[N], want[N], ref[N], h[N];
+  int32_t max_neg_v = INT32_MIN;
+  for (int i = 0; i < N; i++) {
+    v[i] = i % 7 == 0 ? -(int32_t)i * 3 : (int32_t)i * 5 - 1000;
+    if (i == 3 || i == 5) v[i] = i == 3 ? 1000000 : -1000000;
+    if (-v[i] > max_neg_v) max_neg_v = -v[i];
+  }
+  for (int i = 0; i < N; i++) {
+    int32_t m = -i > -v[i] ? -i : -v[i];
+    ref[i] = (float)((m < v[i] ? m : v[i]) + max_neg_v); /* reduce_max of -i is 0 */
+  }
+  tj_arg args[3] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
+                    {TJ_ARG_PTR, {.ptr = v}, sizeof v},
+                    {TJ_ARG_PTR, {.ptr = h}, sizeof h}};
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+    for (int warps = 1; warps <= 2; warps++) {
+      tj_spec_options o = {.n = N, .dtype = (tj_dtype)d, .align = 16, .num_warps = warps};
+      tj_spec *sp;
+      ck_assert_int_eq(tj_specialize(p, &o, &sp), TJ_OK);
+      args[0].u.ptr = want;
+      ck_assert_int_eq(tj_interpret(sp, args, 3, 1), TJ_OK);
+      args[0].u.ptr = got;
+      memset(got, 0xFF, sizeof got);
+      char why[512];
+      ck_assert_msg(simulate(sp, 90, args, 3, 1, why, sizeof why), "%s", why);
+      for (int i = 0; i < N; i++)
+        ck_assert_msg(got[i] == ref[i] && want[i] == ref[i],
+                      "dtype %d warps %d element %d: simulator %g, interpreter %g, want %g", d,
+                      warps, i, (double)got[i], (double)want[i], (double)ref[i]);
+      tj_spec_destroy(sp);
+    }
+  tj_program_destroy(p);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ptx_sim");
   TCase *t = tcase_create("softmax");
   tcase_set_timeout(t, 300);
   tcase_add_loop_test(t, softmax_matches_interpreter, 0, (int)(sizeof widths / sizeof widths[0]));
   tcase_add_test(t, online_softmax_matches_interpreter);
+  tcase_add_test(t, i32_max_and_min_of_negations);
   suite_add_tcase(s, t);
   TCase *r = tcase_create("random");
   tcase_set_timeout(r, 300);

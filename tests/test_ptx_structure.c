@@ -192,8 +192,12 @@ START_TEST(exp_is_subtract_multiply_ex2) {
   ck_assert_int_lt(mul, ex2);
   ck_assert_int_eq(ptx_count(ptx, "ex2.approx.ftz.f32"), 32);
   ck_assert_int_eq(ptx_count(ptx, "0f3FB8AA3B"), 32);
-  /* 1 / sum once per row, then one multiply per element. */
-  ck_assert_int_eq(ptx_count(ptx, "div.rn.f32"), 1);
+  /* 1 / sum once per row (cg_reciprocal: no div.rn or rcp.rn, whose slow
+   * path ptxas compiles as a subroutine), then one multiply per element. */
+  ck_assert_int_eq(ptx_count(ptx, "div.rn.f32"), 0);
+  ck_assert_int_eq(ptx_count(ptx, "rcp.rn.f32"), 0);
+  ck_assert_int_eq(ptx_count(ptx, "rcp.approx.ftz.f64"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "cvt.rn.f32.f64"), 1);
   ck_assert_int_eq(ptx_count(ptx, "mul.rn.f32"), 32);
   tj_free(ptx);
 }
@@ -239,6 +243,10 @@ START_TEST(kernel_info_and_versions) {
   ck_assert_int_eq(ptx_count(ptx, ".version 6.3"), 1);
   ck_assert_int_eq(ptx_count(ptx, ".target sm_75"), 1);
   ck_assert_int_eq(ptx_count(ptx, ".address_size 64"), 1);
+  ck_assert_int_eq(info.all_ctas, 1); /* no loop: one CTA per programs_per_cta rows */
+  tj_free(ptx);
+  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}, &info);
+  ck_assert_int_eq(info.all_ctas, 0); /* loops: a persistent grid */
   tj_free(ptx);
   ck_assert_int_eq(cg_ptx_version(120, 0), 87);
   ck_assert_int_eq(cg_ptx_version(100, 0), 86);
@@ -322,7 +330,7 @@ START_TEST(tile_by_scalar_division_is_one_reciprocal) {
   ck_assert_int_eq(tj_specialize(p, &o, &sp), TJ_OK);
   char *ptx;
   ck_assert_int_eq(tj_emit_ptx(sp, NULL, &ptx, NULL), TJ_OK);
-  ck_assert_int_eq(ptx_count(ptx, "rcp.rn.f32"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "rcp.approx.ftz.f64"), 1);
   ck_assert_int_eq(ptx_count(ptx, "div.rn.f32"), 0);
   ck_assert_int_eq(ptx_count(ptx, "mul.rn.f32"), 16);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), 4); /* unmasked: no partial accesses */
@@ -330,6 +338,63 @@ START_TEST(tile_by_scalar_division_is_one_reciprocal) {
   tj_free(ptx);
   tj_spec_destroy(sp);
   tj_program_destroy(p);
+}
+END_TEST
+
+/* i32 max and min on unsigned keys (x ^ 2^31), never max.s32 / min.s32:
+ * ptxas for sm_90 fuses max(max(-a, -b), -c) into a VIMNMX3 that drops one
+ * negation (seen on an H200 as 509 for the max of arange * -1). */
+START_TEST(i32_max_and_min_use_unsigned_keys) {
+  static const char text[] =
+      "kernel negmax\n%0 : ptr<f32> = param out\n%1 : ptr<i32> = param v\n%2 : ptr<DTYPE> = param "
+      "h\n"
+      "%3 : tile<i32,BLOCK> = arange\n%4 : i32 = const -1\n%5 : tile<i32,BLOCK> = mul %3, %4\n"
+      "%6 : tile<i32,BLOCK> = load %1, %3\n%7 : tile<i32,BLOCK> = neg %6\n"
+      "%8 : tile<i32,BLOCK> = max %5, %7\n%9 : tile<i32,BLOCK> = min %8, %5\n"
+      "%10 : i32 = reduce_max %5\n%11 : tile<i32,BLOCK> = add %9, %10\n"
+      "%12 : tile<f32,BLOCK> = cast %11\nstore %0, %3, %12\n%13 : tile<DTYPE,BLOCK> = cast "
+      "%12\nstore %2, %3, %13\n";
+  tj_program *p;
+  ck_assert_int_eq(tj_program_parse(text, strlen(text), &p), TJ_OK);
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+    tj_spec_options o = {.n = 512, .dtype = (tj_dtype)d, .align = 16};
+    tj_spec *sp;
+    ck_assert_int_eq(tj_specialize(p, &o, &sp), TJ_OK);
+    char *ptx;
+    ck_assert_int_eq(tj_emit_ptx(sp, NULL, &ptx, NULL), TJ_OK);
+    ck_assert_int_eq(ptx_count(ptx, "max.s32"), 0);
+    ck_assert_int_eq(ptx_count(ptx, "min.s32"), 0);
+    ck_assert_int_gt(ptx_count(ptx, "max.u32"), 0);
+    ck_assert_int_gt(ptx_count(ptx, "min.u32"), 0);
+    ck_assert_int_gt(ptx_count(ptx, "xor.b32"), 0);
+    tj_free(ptx);
+    tj_spec_destroy(sp);
+  }
+  tj_program_destroy(p);
+}
+END_TEST
+
+/* Masked rows (monotone masks): one predicate per vector on the main path,
+ * the elements of a partial vector in a block the other threads branch
+ * over, and the mask computed again at the store (no predicate lives from
+ * the loads to the stores); the kernel asks ptxas for its CTAs per SM. */
+START_TEST(partial_vectors_in_their_own_block) {
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1024, 0, 0, 16, 90, 0}, NULL);
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), 8);
+  ck_assert_int_eq(ptx_count(ptx, "st.global.v4.f32"), 8);
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), 24); /* 3 per vector, in the block */
+  ck_assert_int_eq(ptx_count(ptx, "st.global.f32"), 24);
+  ck_assert_int_eq(ptx_count(ptx, "bra $Lpart_"), 2);
+  int branch = ptx_find_line(ptx, "bra $Lpart_0", 0),
+      first = ptx_find_line(ptx, "ld.global.f32", 0);
+  ck_assert_int_lt(ptx_find_line(ptx, "ld.global.v4.f32", 0), branch);
+  ck_assert_int_lt(branch, first);
+  ck_assert_int_lt(first, ptx_find_line(ptx, "$Lpart_0:", 0));
+  ck_assert_int_ge(ptx_find_line(ptx, ".minnctapersm 9", 0), 0);
+  tj_free(ptx);
+  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32768, 0, 0, 16, 90, 0}, NULL);
+  ck_assert_int_eq(ptx_find_line(ptx, ".minnctapersm", 0), -1); /* 1024 threads: one CTA */
+  tj_free(ptx);
 }
 END_TEST
 
@@ -352,6 +417,8 @@ static Suite *suite(void) {
   tcase_add_test(t, deterministic_and_annotated);
   tcase_add_test(t, default_warps_table);
   tcase_add_test(t, tile_by_scalar_division_is_one_reciprocal);
+  tcase_add_test(t, i32_max_and_min_use_unsigned_keys);
+  tcase_add_test(t, partial_vectors_in_their_own_block);
   suite_add_tcase(s, t);
   return s;
 }

@@ -21,6 +21,11 @@
  *   monotone    a mask that is true on a prefix of every run of consecutive
  *               elements (arange + s < n): a vector is wholly in bounds when
  *               its last element is.
+ *   remat       a monotone tile mask whose only uses are the masks of loads
+ *               and stores (directly or through and/or that are remat too):
+ *               it gets no registers, and each access computes the
+ *               predicates it needs again (memory.c), so no mask predicate
+ *               lives from a load to a store.
  *
  * Loops make pow2 and uniform fixpoints over iter values; they converge in
  * a few passes because both only ever decrease.
@@ -98,14 +103,40 @@ static void forms(Pass *a) {
   for (int i = 0; i < a->p->ninsts; i++) {
     const IrInst *in = &a->p->insts[i];
     int r = in->result;
-    if (r != IR_NONE) {
-      tj_type t = type_of(a, r);
-      a->f->form[r] = (uint8_t)(t.shape == TJ_POINTER  ? CG_FORM_POINTER
-                                : t.shape == TJ_SCALAR ? CG_FORM_SCALAR
-                                                       : tile_form(a, in));
-      if (t.shape == TJ_TILE && t.elem == TJ_PRED)
-        a->f->monotone[r] = a->f->form[r] == CG_FORM_SPLAT || is_monotone(a, in);
-    }
+    if (r == IR_NONE) continue;
+    tj_type t = type_of(a, r);
+    a->f->form[r] = (uint8_t)(t.shape == TJ_POINTER  ? CG_FORM_POINTER
+                              : t.shape == TJ_SCALAR ? CG_FORM_SCALAR
+                                                     : tile_form(a, in));
+    if (t.shape == TJ_TILE && t.elem == TJ_PRED)
+      a->f->monotone[r] = a->f->form[r] == CG_FORM_SPLAT || is_monotone(a, in);
+  }
+}
+
+/* Whether argument k of in is a use that a recomputed mask can serve. */
+static bool mask_use(const Pass *a, const IrInst *in, int k) {
+  tj_op op = (tj_op)in->op;
+  if ((op == TJ_OP_LOAD && k == 2) || (op == TJ_OP_STORE && k == 3)) return true;
+  return (op == TJ_OP_AND || op == TJ_OP_OR) && a->f->remat[in->result];
+}
+
+/* Backwards, so that every use of a value is seen before its definition. */
+static void remat_masks(Pass *a, uint8_t *other_use) {
+  for (int i = a->p->ninsts - 1; i >= 0; i--) {
+    const IrInst *in = &a->p->insts[i];
+    int r = in->result;
+    if (r != IR_NONE && a->f->monotone[r] && a->f->form[r] == CG_FORM_SLOTS && !other_use[r])
+      a->f->remat[r] = 1;
+    for (int k = 0; k < in->nargs; k++)
+      if (!mask_use(a, in, k)) other_use[in->args[k]] = 1;
+  }
+}
+
+/* Affine tiles that some use needs per slot (not a recomputed mask). */
+static void materialized(Pass *a) {
+  for (int i = 0; i < a->p->ninsts; i++) {
+    const IrInst *in = &a->p->insts[i];
+    if (in->result != IR_NONE && a->f->remat[in->result]) continue;
     for (int k = 0; k < in->nargs; k++)
       if (affine(a, in->args[k]) && !keeps_affine(a, in, k)) a->f->materialize[in->args[k]] = 1;
   }
@@ -236,8 +267,8 @@ static void loops(Pass *a) {
 }
 
 static bool alloc_facts(CgCtx *c, CgFacts *f, int n, int ninsts) {
-  uint8_t **arrays[] = {&f->form,      &f->pow2,     &f->align,      &f->uniform,
-                        &f->invariant, &f->monotone, &f->materialize};
+  uint8_t **arrays[] = {&f->form,      &f->pow2,     &f->align,       &f->uniform,
+                        &f->invariant, &f->monotone, &f->materialize, &f->remat};
   for (size_t i = 0; i < TJ_COUNTOF(arrays); i++)
     if (!(*arrays[i] = cg_arena_alloc(&c->arena, (size_t)n + 1))) return false;
   return (f->reduces = cg_arena_alloc(&c->arena, (size_t)ninsts + 1)) != NULL;
@@ -268,6 +299,10 @@ tj_status cg_analyze(CgCtx *c) {
   find_yields(&a);
   max_pointer(&a);
   forms(&a);
+  uint8_t *other_use = cg_arena_alloc(&c->arena, (size_t)n + 1);
+  if (!other_use) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  remat_masks(&a, other_use);
+  materialized(&a);
   for (int v = 0; v < n; v++) {
     c->facts.pow2[v] = CG_POW2_MAX;
     c->facts.align[v] = 4;

@@ -10,14 +10,18 @@
  * integer equivalent instead (bf16 conversions before sm_80 / sm_90), so no
  * feature ever raises the arch, only possibly the ISA.
  *
+ * Each row also gives the threads one SM holds at most, which bounds the
+ * .minnctapersm request (layout.c); ptxas ignores, with a warning, one past it.
+ *
  * The runtime compares the chosen ISA with what the driver supports.
  */
 #include "codegen/codegen.h"
 
 static const CgArch archs[] = {
-    {75, 63, "sm_75"},   {80, 70, "sm_80"},   {86, 71, "sm_86"},   {87, 74, "sm_87"},
-    {89, 78, "sm_89"},   {90, 78, "sm_90"},   {100, 86, "sm_100"}, {103, 88, "sm_103"},
-    {110, 90, "sm_110"}, {120, 87, "sm_120"}, {121, 88, "sm_121"},
+    {75, 63, "sm_75", 1024},   {80, 70, "sm_80", 2048},   {86, 71, "sm_86", 1536},
+    {87, 74, "sm_87", 1536},   {89, 78, "sm_89", 1536},   {90, 78, "sm_90", 2048},
+    {100, 86, "sm_100", 2048}, {103, 88, "sm_103", 2048}, {110, 90, "sm_110", 1536},
+    {120, 87, "sm_120", 1536}, {121, 88, "sm_121", 1536},
 };
 
 static const struct {

@@ -34,6 +34,7 @@ typedef struct CgArch {
   int sm;             /* 10*major + minor */
   int ptx;            /* lowest PTX ISA that knows the target, 10*major + minor */
   const char *target; /* "sm_90" */
+  int threads_per_sm; /* resident threads one SM holds at most */
 } CgArch;
 
 /* Instructions that need more than the oldest supported arch and ISA. */
@@ -132,6 +133,9 @@ typedef struct CgFacts {
   uint8_t *invariant;   /* per value: equal in every instance; computed once */
   uint8_t *monotone;    /* per pred tile: along increasing elements, true then false */
   uint8_t *materialize; /* per affine tile: per-slot registers are needed */
+  uint8_t *remat;       /* per monotone pred tile used only as a mask (and by other
+                           such): never held in registers; each load and store
+                           computes its predicates again from the expression */
   uint8_t *reduces;     /* per FOR instruction: its body holds a reduction */
   bool packable;        /* every loop holding a reduction has uniform bounds */
   int max_ptr_size;     /* widest pointee of a pointer parameter (bytes) */
@@ -160,6 +164,9 @@ typedef struct CgLayout {
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
 
 int cg_default_num_warps(int64_t block, tj_dtype dtype);
+/* CTAs per SM asked of ptxas (.minnctapersm, capping registers per thread),
+ * or 0 for no request. */
+int cg_min_ctas_per_sm(const CgCtx *c);
 tj_status cg_plan_layout(CgCtx *c);
 CgLayout *cg_layout_of(CgCtx *c, int value);
 /* Element offset of slot k within the group's tile, relative to t*VEC. */
@@ -210,11 +217,17 @@ CgOperand cg_cast(CgCtx *c, CgOperand a, tj_elem from, tj_elem to);
 CgOperand cg_apply(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, int nargs);
 /* A compare ANDed with a predicate in the same setp (setp.lt.and). */
 CgOperand cg_compare_and(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, CgOperand with);
-/* Reduction combiners: max/add of one element type. */
+/* An i32 as an order-preserving unsigned key, x ^ 2^31, and back (the same
+ * xor): i32 max and min are computed on keys (ptx_ops.c says why). */
+CgOperand cg_int_key(CgCtx *c, CgOperand x);
+/* 1 / x (f32), correctly rounded, computed without a subroutine call. */
+CgOperand cg_reciprocal(CgCtx *c, CgOperand x);
+/* Reduction combiners: max/add of one element type; an i32 max combines
+ * keys (cg_int_key). */
 CgOperand cg_combine(CgCtx *c, tj_op reduce, tj_elem elem, CgOperand a, CgOperand b);
 /* The reduction identity: -inf for max (with one more max against it, an
  * all-NaN tile gives -inf, as the interpreter's fmaxf from -inf does), -0.0
- * for sum, INT_MIN and 0 for i32. */
+ * for sum, 0 for an i32 sum and the key of INT_MIN (0) for an i32 max. */
 CgOperand cg_identity(tj_op reduce, tj_elem elem);
 
 /* -------------------------------------------------------------- lower.c */

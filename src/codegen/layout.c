@@ -170,3 +170,29 @@ int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot) {
 CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat) {
   return repeat == l->partial ? l->guard : c->inst_valid;
 }
+
+/*
+ * Occupancy. Left alone, ptxas spends registers freely (a softmax row of 32
+ * values per thread took 72), and fewer CTAs then fit on an SM to keep loads
+ * in flight. So the kernel asks for k CTAs per SM (.minnctapersm), which caps
+ * registers at 64K / (k * threads): k is the most whose cap still leaves room
+ * for what the tiles need, estimated as the slots of the loaded tiles plus 18
+ * registers for addresses and indices (24 with lane groups, whose instances
+ * carry their own; with 16, sm_80's ptxas spilled at BLOCK 8192), and at
+ * most what the SM holds (arch.c). Softmax on sm_90: 16 values per thread
+ * get 34 to 42 registers (1536 to 1920 threads per SM), N = 1024 gets 56
+ * (9 CTAs), N = 16384 64 (2 CTAs). 0 when k < 2.
+ */
+int cg_min_ctas_per_sm(const CgCtx *c) {
+  int loaded = 0;
+  for (int i = 0; i < c->p->ninsts; i++) {
+    const IrInst *in = &c->p->insts[i];
+    if (in->op == TJ_OP_LOAD && c->p->types[in->result].shape == TJ_TILE)
+      loaded += c->layouts[c->vals[in->result].layout].slots;
+  }
+  int need = (loaded > 0 ? loaded : 1) + (c->programs > 1 ? 24 : 18);
+  const CgArch *a = cg_arch_find(c->arch);
+  int k = 65536 / (c->threads * need), most = a ? a->threads_per_sm / c->threads : 1;
+  if (k > most) k = most;
+  return k >= 2 ? k : 0;
+}

@@ -203,8 +203,7 @@ static bool result_guarded(const CgCtx *c, const IrInst *in) {
 /* A tile divided by one value: one reciprocal, then a multiply per slot. */
 static bool divide_by_one(CgCtx *c, const IrInst *in, CgVal *r) {
   if (in->op != TJ_OP_DIV || c->vals[in->args[1]].form == CG_FORM_SLOTS) return false;
-  CgOperand inv = cg_reg(&c->em, CG_F32);
-  cg_line(&c->em, "rcp.rn.f32 %s, %s;", CG_N(inv), CG_N(c->vals[in->args[1]].op));
+  CgOperand inv = cg_reciprocal(c, c->vals[in->args[1]].op);
   for (int k = 0; k < cg_layout_of(c, in->result)->slots; k++) {
     r->slots[k] = cg_reg(&c->em, CG_F32);
     cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(r->slots[k]), CG_N(cg_slot(c, in->args[0], k)),
@@ -215,6 +214,7 @@ static bool divide_by_one(CgCtx *c, const IrInst *in, CgVal *r) {
 
 static void lower_elementwise(CgCtx *c, const IrInst *in) {
   CgVal *r = &c->vals[in->result];
+  if (c->facts.remat[in->result]) return; /* each access computes it (memory.c) */
   if (r->form == CG_FORM_AFFINE) {
     lower_affine(c, in);
     return;

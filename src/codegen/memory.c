@@ -21,6 +21,20 @@
  * untouched, then issues all vector loads of the tile before anything else,
  * so they are in flight together. The instance's validity and a lane's
  * ownership of a partial repeat (layout.c) are part of every predicate.
+ *
+ * A monotone mask is never kept in predicate registers from its compare to
+ * its accesses (analyze.c marks it `remat`): each access computes the
+ * predicates it needs again from the mask's expression (compares of an
+ * affine tile with one value, and/or of those), so nothing mask-related is
+ * live across the arithmetic between a load and a store, and only the one
+ * predicate per vector is on the main path. For such a mask at most one
+ * vector per thread is partial; its elements move in a block of their own
+ * that the other threads branch over:
+ *
+ *   @full_q ld.global.v4 ...            every vector q
+ *   @!any   bra $Lpart_K                any = some q has its first element but not its last
+ *   @mask_i ld.global ...               every element but the last of each vector
+ *   $Lpart_K:
  */
 #include "codegen/codegen.h"
 
@@ -40,6 +54,10 @@ typedef struct Access {
   bool affine, monotone;
   CgOperand addr0;  /* affine: address of the thread's first element */
   CgOperand *addrs; /* otherwise: per slot */
+  bool remat;       /* the mask is computed again here (a monotone tile mask) */
+  int nfirst;       /* affine tiles of the mask: value, t*VEC + start */
+  int first_of[4];
+  CgOperand first[4];
 } Access;
 
 static int log2i(int64_t v) {
@@ -123,6 +141,7 @@ static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
   a->ptr = c->vals[in->args[0]].op;
   a->mask = in->nargs > mask_arg ? in->args[mask_arg] : IR_NONE;
   a->monotone = a->mask != IR_NONE && c->facts.monotone[a->mask];
+  a->remat = a->mask != IR_NONE && c->facts.remat[a->mask];
   a->affine = c->facts.form[a->offsets] == CG_FORM_AFFINE;
   if (a->affine) {
     a->addr0 = thread_address(a);
@@ -156,12 +175,75 @@ static CgOperand and_not(CgCtx *c, CgOperand a, CgOperand b) {
   return d;
 }
 
-/* Predicates of the n slots from k0, all in one repeat. */
+static CgOperand or_pred(CgCtx *c, CgOperand a, CgOperand b) {
+  CgOperand d = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "or.pred %s, %s, %s;", CG_N(d), CG_N(a), CG_N(b));
+  return d;
+}
+
+/* The element at `slot` of affine tile `value`: t*VEC + start + offset. */
+static CgOperand affine_at(Access *a, int value, int slot) {
+  CgCtx *c = a->c;
+  const CgVal *v = &c->vals[value];
+  const CgLayout *l = cg_layout_of(c, value);
+  bool wide = v->elem == TJ_I64;
+  const char *add = wide ? "add.s64" : "add.s32";
+  CgOperand first = wide ? l->base64 : l->base32;
+  int i = 0;
+  while (i < a->nfirst && a->first_of[i] != value) i++;
+  if (i < a->nfirst) {
+    first = a->first[i];
+  } else if (!(v->op.imm && v->op.bits == 0)) {
+    CgOperand sum = cg_reg_of(c, (tj_elem)v->elem);
+    cg_line(&c->em, "%s %s, %s, %s;", add, CG_N(sum), CG_N(first), CG_N(v->op));
+    first = sum;
+    if (a->nfirst < 4) {
+      a->first_of[a->nfirst] = value;
+      a->first[a->nfirst++] = first;
+    }
+  }
+  int64_t off = cg_slot_offset(c, l, slot);
+  if (!off) return first;
+  CgOperand d = cg_reg_of(c, (tj_elem)v->elem);
+  cg_line(&c->em, "%s %s, %s, %lld;", add, CG_N(d), CG_N(first), (long long)off);
+  return d;
+}
+
+/* Monotone mask `value` at `slot`, and `with`, computed from its expression
+ * (analyze.c: compares of an affine tile with one value, and/or of those and
+ * of one-value predicates). */
+static CgOperand mask_at(Access *a, int value, int slot, CgOperand with) {
+  CgCtx *c = a->c;
+  if (one_value(c, value)) return cg_and_pred(c, with, c->vals[value].op);
+  const IrInst *in = &c->p->insts[c->p->defs[value]];
+  tj_op op = (tj_op)in->op;
+  if (op == TJ_OP_AND) return mask_at(a, in->args[1], slot, mask_at(a, in->args[0], slot, with));
+  if (op == TJ_OP_OR) {
+    CgOperand x = mask_at(a, in->args[0], slot, cg_true()),
+              y = mask_at(a, in->args[1], slot, cg_true());
+    return cg_and_pred(c, with, or_pred(c, x, y));
+  }
+  int at = op == TJ_OP_GT || op == TJ_OP_GE; /* the affine operand */
+  CgOperand args[2];
+  args[at] = affine_at(a, in->args[at], slot);
+  args[!at] = cg_in_reg(c, c->vals[in->args[!at]].op);
+  return cg_compare_and(c, op, (tj_elem)c->p->types[in->args[0]].elem, args, with);
+}
+
+/* The guard of the repeat holding slot k. */
+static CgOperand guard_at(const Access *a, int k) { return cg_guard(a->c, a->l, k / a->l->vec); }
+
+/* Predicates of the n slots from k0, all in one repeat. A recomputed mask
+ * gives only `full` here; its partial vectors are partial_block's. */
 static Preds chunk_preds(Access *a, int k0, int n) {
   CgCtx *c = a->c;
   Preds p;
   memset(&p, 0, sizeof p);
-  CgOperand guard = cg_guard(c, a->l, k0 / a->l->vec), m[MAX_CHUNK] = {{0}};
+  CgOperand guard = guard_at(a, k0), m[MAX_CHUNK] = {{0}};
+  if (a->remat) {
+    p.full = mask_at(a, a->mask, k0 + n - 1, guard);
+    return p;
+  }
   if (a->mask == IR_NONE || one_value(c, a->mask)) {
     p.full = a->mask == IR_NONE ? guard : cg_and_pred(c, guard, c->vals[a->mask].op);
     return p;
@@ -189,6 +271,32 @@ static CgName prefix(CgOperand pred) {
   n.s[len + 1] = ' ';
   n.s[len + 2] = '\0';
   return n;
+}
+
+/* The elements of a partial vector, for a recomputed mask: a block that
+ * threads without one branch over. In it every element moves under its own
+ * mask, those of full vectors again too (the same values, from and to the
+ * same thread): fewer predicates than `mask and not full`, and only the one
+ * thread per row that holds the row's partial vector gets here. `move`
+ * writes the access of element v of chunk q under a predicate. */
+typedef void (*MoveElement)(Access *a, CgOperand pred, int q, int v, const CgOperand *regs);
+
+static void partial_block(Access *a, const Preds *p, int chunks, MoveElement move,
+                          const CgOperand *regs) {
+  CgCtx *c = a->c;
+  int n = a->chunk;
+  if (!a->remat || n == 1) return;
+  CgOperand any = cg_true();
+  for (int q = 0; q < chunks; q++) {
+    CgOperand starts = and_not(c, mask_at(a, a->mask, q * n, guard_at(a, q * n)), p[q].full);
+    any = q ? or_pred(c, any, starts) : starts;
+  }
+  int label = c->em.labels++;
+  cg_line(&c->em, "@!%s bra $Lpart_%d;", CG_N(any), label);
+  for (int q = 0; q < chunks; q++)
+    for (int v = 0; v < n - 1; v++)
+      move(a, mask_at(a, a->mask, q * n + v, guard_at(a, q * n)), q, v, regs);
+  cg_raw(&c->em, "$Lpart_%d:\n", label);
 }
 
 /* ---- types ---------------------------------------------------------------- */
@@ -264,6 +372,12 @@ static void mov_other(CgCtx *c, CgOperand d, CgOperand other) {
 
 /* ---- loads ------------------------------------------------------------------ */
 
+static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperand *dst) {
+  int k = q * a->chunk + v;
+  cg_line(&a->c->em, "@%s ld.global.%s %s, %s;", CG_N(pred), scalar_type(a), CG_N(dst[k]),
+          address(a, k).s);
+}
+
 static void load_vectors(Access *a, CgOperand *dst) {
   CgCtx *c = a->c;
   int n = a->chunk, chunks = a->l->slots / n, nw = words(a);
@@ -286,9 +400,8 @@ static void load_vectors(Access *a, CgOperand *dst) {
     cg_line(&c->em, "mov.b32 {%s, %s}, %s;", CG_N(dst[2 * i]), CG_N(dst[2 * i + 1]), CG_N(w[i]));
   for (int q = 0; q < chunks; q++)
     for (int v = 0; v < n; v++)
-      if (p[q].has_part[v])
-        cg_line(&c->em, "@%s ld.global.%s %s, %s;", CG_N(p[q].part[v]), scalar_type(a),
-                CG_N(dst[q * n + v]), address(a, q * n + v).s);
+      if (p[q].has_part[v]) load_element(a, p[q].part[v], q, v, dst);
+  partial_block(a, p, chunks, load_element, dst);
 }
 
 static void load_elements(Access *a, CgOperand *dst) {
@@ -328,6 +441,12 @@ static void store_values(Access *a, CgOperand *v) {
     v[k] = one_value(c, value) ? one : cg_in_reg(c, cg_slot(c, value, k));
 }
 
+static void store_element(Access *a, CgOperand pred, int q, int e, const CgOperand *v) {
+  int k = q * a->chunk + e;
+  cg_line(&a->c->em, "@%s st.global.%s %s, %s;", CG_N(pred), scalar_type(a), address(a, k).s,
+          CG_N(v[k]));
+}
+
 static void store_vectors(Access *a, const CgOperand *v) {
   CgCtx *c = a->c;
   int n = a->chunk, chunks = a->l->slots / n, nw = words(a);
@@ -350,9 +469,8 @@ static void store_vectors(Access *a, const CgOperand *v) {
   }
   for (int q = 0; q < chunks; q++)
     for (int k = 0; k < n; k++)
-      if (p[q].has_part[k])
-        cg_line(&c->em, "@%s st.global.%s %s, %s;", CG_N(p[q].part[k]), scalar_type(a),
-                address(a, q * n + k).s, CG_N(v[q * n + k]));
+      if (p[q].has_part[k]) store_element(a, p[q].part[k], q, k, v);
+  partial_block(a, p, chunks, store_element, v);
 }
 
 static void store_elements(Access *a, const CgOperand *v) {

@@ -6,14 +6,24 @@
  * Math follows the IR's semantics:
  *   add, sub, mul    IEEE round-to-nearest (.rn, so ptxas does not contract
  *                    an IR mul and add into one fma the interpreter lacks);
- *   div              div.rn.f32 (a tile divided by a scalar is turned into
- *                    one rcp.rn and a multiply per element by lower.c);
+ *   div              div.rn.f32; 1 / x is cg_reciprocal, the same correctly
+ *                    rounded value without ptxas's slow-path subroutine (a
+ *                    tile divided by a scalar is turned into one reciprocal
+ *                    and a multiply per element by lower.c);
  *   max, min         max.f32 / min.f32 return the other operand of a NaN,
  *                    like fmaxf;
  *   exp(x)           ex2.approx.ftz(x * log2 e), the multiply written as a
  *                    plain mul after any subtraction the program did first;
  *   exp2, log        ex2.approx.ftz, and lg2.approx.ftz times ln 2;
  *   compares         ordered (false on NaN), except ne, which is unordered.
+ *
+ * Signed i32 max and min are written on order-preserving keys, x ^ 2^31
+ * compared as unsigned (cg_int_key): ptxas of CUDA 13.0 for sm_90, and the
+ * driver's JIT compiler, fuse two max.s32 (or min.s32) into one three-input
+ * VIMNMX3 and drop the negation of one operand when both operands of the
+ * inner one are negations: max(max(-a, -b), -c) comes out as
+ * max(-a, b, -c). An i32 reduce_max of arange * -1 gave 509 instead of 0.
+ * The keys hide the negations from that rewrite; i64 is not affected.
  *
  * Casts follow the interpreter: to a float type they round to nearest even
  * (once), to an integer they truncate and saturate (cvt.rzi; NaN gives 0).
@@ -67,7 +77,23 @@ static CgOperand unsupported(CgCtx *c, const char *what, tj_elem elem) {
   return cg_imm(CG_B32, 0);
 }
 
+CgOperand cg_int_key(CgCtx *c, CgOperand x) {
+  if (x.imm) return cg_imm(CG_B32, (uint32_t)x.bits ^ 0x80000000u);
+  CgOperand d = cg_reg(&c->em, CG_B32);
+  cg_line(&c->em, "xor.b32 %s, %s, -2147483648;", CG_N(d), CG_N(x));
+  return d;
+}
+
+/* max/min.s32 a, b as the same op on keys, then back (see the top). */
+static CgOperand int_min_max(CgCtx *c, tj_op op, const CgOperand *a) {
+  CgOperand d = cg_reg(&c->em, CG_B32), ka = cg_int_key(c, a[0]), kb = cg_int_key(c, a[1]);
+  cg_line(&c->em, "%s.u32 %s, %s, %s;", op == TJ_OP_MAX ? "max" : "min", CG_N(d), CG_N(ka),
+          CG_N(kb));
+  return cg_int_key(c, d);
+}
+
 static CgOperand regular(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *a, int n) {
+  if (elem == TJ_I32 && (op == TJ_OP_MAX || op == TJ_OP_MIN)) return int_min_max(c, op, a);
   const char *text = cg_op_instruction(op, elem);
   if (!text) return unsupported(c, ir_ops[op].name, elem);
   CgOperand d = cg_reg_of(c, elem);
@@ -125,6 +151,8 @@ static CgOperand select(CgCtx *c, tj_elem elem, const CgOperand *a) {
 }
 
 CgOperand cg_apply(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, int nargs) {
+  if (op == TJ_OP_DIV && elem == TJ_F32 && args[0].imm && (uint32_t)args[0].bits == 0x3F800000u)
+    return cg_reciprocal(c, args[1]); /* 1 / x: the same value as div.rn */
   switch (cg_op_text[op].lowering) {
   case CG_LOWER_REGULAR: return regular(c, op, elem, args, nargs);
   case CG_LOWER_COMPARE: return compare(c, op, elem, args);
@@ -135,8 +163,45 @@ CgOperand cg_apply(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, int 
   return unsupported(c, ir_ops[op].name, elem);
 }
 
+/* 1 / x, correctly rounded like rcp.rn.f32, but with no subroutine: ptxas
+ * calls a slow path from rcp.rn and div.rn (subnormals), and compiling that
+ * costs about 5 ms of JIT time per kernel. In f64, where every f32 and its
+ * reciprocal are normal: an approximation, three Newton steps (each about
+ * doubles the bits; the result is within about 2^-52 of 1/x), one rounding
+ * to f32. A reciprocal of an f32 is never closer than 2^-49 (relative) to
+ * a midpoint between f32 values, so that rounding is the correct one. For
+ * 0 and inf (where the steps give NaN) the approximation is already exact. */
+CgOperand cg_reciprocal(CgCtx *c, CgOperand x) {
+  CgEmit *e = &c->em;
+  x = cg_in_reg(c, x);
+  CgOperand wide = cg_reg(e, CG_B64), neg = cg_reg(e, CG_B64), r = cg_reg(e, CG_B64);
+  CgOperand special = cg_reg(e, CG_PRED), d = cg_reg(e, CG_F32);
+  cg_line(e, "cvt.f64.f32 %s, %s;", CG_N(wide), CG_N(x));
+  cg_line(e, "rcp.approx.ftz.f64 %s, %s;", CG_N(r), CG_N(wide));
+  cg_line(e, "neg.f64 %s, %s;", CG_N(neg), CG_N(wide));
+  CgOperand first = r;
+  for (int step = 0; step < 3; step++) {
+    CgOperand err = cg_reg(e, CG_B64), next = cg_reg(e, CG_B64);
+    cg_line(e, "fma.rn.f64 %s, %s, %s, 0d3FF0000000000000;", CG_N(err), CG_N(neg), CG_N(r));
+    cg_line(e, "fma.rn.f64 %s, %s, %s, %s;", CG_N(next), CG_N(r), CG_N(err), CG_N(r));
+    r = next;
+  }
+  cg_line(e, "setp.eq.f32 %s, %s, 0f00000000;", CG_N(special), CG_N(x));
+  cg_line(e, "setp.eq.or.f32 %s, %s, 0f7F800000, %s;", CG_N(special), CG_N(x), CG_N(special));
+  cg_line(e, "setp.eq.or.f32 %s, %s, 0fFF800000, %s;", CG_N(special), CG_N(x), CG_N(special));
+  CgOperand pick = cg_reg(e, CG_B64);
+  cg_line(e, "selp.b64 %s, %s, %s, %s;", CG_N(pick), CG_N(first), CG_N(r), CG_N(special));
+  cg_line(e, "cvt.rn.f32.f64 %s, %s;", CG_N(d), CG_N(pick));
+  return d;
+}
+
 CgOperand cg_combine(CgCtx *c, tj_op reduce, tj_elem elem, CgOperand a, CgOperand b) {
   CgOperand args[2] = {a, b};
+  if (reduce == TJ_OP_REDUCE_MAX && elem == TJ_I32) { /* on keys */
+    CgOperand d = cg_reg(&c->em, CG_B32);
+    cg_line(&c->em, "max.u32 %s, %s, %s;", CG_N(d), CG_N(a), CG_N(b));
+    return d;
+  }
   tj_op op = reduce == TJ_OP_REDUCE_MAX ? TJ_OP_MAX : TJ_OP_ADD;
   if (op == TJ_OP_ADD && elem == TJ_F32) {
     CgOperand d = cg_reg(&c->em, CG_F32);
@@ -147,7 +212,7 @@ CgOperand cg_combine(CgCtx *c, tj_op reduce, tj_elem elem, CgOperand a, CgOperan
 }
 
 CgOperand cg_identity(tj_op reduce, tj_elem elem) {
-  if (elem == TJ_I32) return cg_imm_int(CG_B32, reduce == TJ_OP_REDUCE_MAX ? INT32_MIN : 0);
+  if (elem == TJ_I32) return cg_imm_int(CG_B32, 0); /* max: the key of INT32_MIN */
   return cg_imm(CG_F32, reduce == TJ_OP_REDUCE_MAX ? 0xFF800000u : 0x80000000u);
 }
 

@@ -4,7 +4,9 @@
  *
  *   1. within a thread: a pairwise tree over its slots (independent adds
  *      and maxes, not one long chain); a slot outside the tile (a partial
- *      repeat) contributes the identity: -inf for max, -0.0 for sum. max.f32
+ *      repeat) contributes the identity: -inf for max, -0.0 for sum. An i32
+ *      max runs on unsigned keys, x ^ 2^31, turned back at the end (ptxas
+ *      miscompiles some max.s32 trees, see ptx_ops.c). max.f32
  *      ignores NaN as fmaxf does; a last max against -inf makes a thread
  *      whose elements are all NaN give -inf, as the interpreter's reduction
  *      (fmaxf starting from -inf) does, so NaN never reaches the butterfly;
@@ -92,8 +94,10 @@ static CgOperand within_thread(CgCtx *c, const IrInst *in, tj_elem elem) {
   CgLayout *l = cg_layout_of(c, in->args[0]);
   CgOperand *v = cg_new_slots(c, l->slots);
   if (!v) return cg_imm(CG_B32, 0);
+  bool keys = in->op == TJ_OP_REDUCE_MAX && elem == TJ_I32;
   for (int k = 0; k < l->slots; k++) {
     v[k] = cg_slot(c, in->args[0], k);
+    if (keys) v[k] = cg_int_key(c, v[k]);
     if (k / l->vec != l->partial) continue;
     CgOperand d = cg_reg_of(c, elem);
     cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d), CG_N(v[k]),
@@ -151,5 +155,6 @@ void cg_lower_reduce(CgCtx *c, int inst) {
   CgOperand x = within_thread(c, in, elem);
   x = across_lanes(c, (tj_op)in->op, elem, x);
   if (c->group > 32) x = across_warps(c, inst, elem, x);
+  if (in->op == TJ_OP_REDUCE_MAX && elem == TJ_I32) x = cg_int_key(c, x);
   c->vals[in->result].op = x;
 }

@@ -5,10 +5,12 @@
  * Generated kernels stride over their program instances (see the kernel ABI
  * in tilejit.h), so the grid is ceil(instances / programs_per_cta) CTAs,
  * capped at the number that can be resident at once (occupancy x SMs, found
- * when the kernel was loaded): a persistent grid. The instance count travels
- * as the hidden last parameter. Threads per CTA and shared memory were
- * checked against the device when the kernel was loaded; here only the grid
- * is computed, so a launch costs a few comparisons, one cuCtxGetCurrent and
+ * when the kernel was loaded): a persistent grid, unless the kernel's info
+ * says all_ctas (the PTX backend's kernels without loops, measured faster
+ * uncapped: src/codegen/README.md). The instance count travels as the
+ * hidden last parameter. Threads per CTA and shared memory were checked
+ * against the device when the kernel was loaded; here only the grid is
+ * computed, so a launch costs a few comparisons, one cuCtxGetCurrent and
  * cuLaunchKernel. Nothing here allocates, formats text on success, or waits
  * for the device.
  */
@@ -21,7 +23,8 @@ tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t
   const tj_kernel_info *info = &k->report.info;
   int64_t per_cta = info->programs_per_cta > 0 ? info->programs_per_cta : 1;
   int64_t ctas = instances / per_cta + (instances % per_cta != 0);
-  if (ctas > k->report.max_ctas) ctas = k->report.max_ctas;
+  if (!info->all_ctas && ctas > k->report.max_ctas) ctas = k->report.max_ctas;
+  if (ctas > ctx->info.max_grid_x) ctas = ctx->info.max_grid_x;
   *count_slot = (uint64_t)instances;
   RtBinding binding;
   tj_status st = rt_bind(ctx, &binding);
