@@ -140,7 +140,7 @@ static inline tj_type tj_tile_type(tj_elem e, int len_const) {
   X(AND, "and", 2, 2, ELEMENTWISE, LOGIC, "a and b, on predicates")                                \
   X(OR, "or", 2, 2, ELEMENTWISE, LOGIC, "a or b, on predicates")                                   \
   X(SELECT, "select", 3, 3, ELEMENTWISE, SELECT, "a ? b : c, a a predicate")                       \
-  X(CAST, "cast", 1, 1, ELEMENTWISE, CAST, "a converted to the result type, round-to-nearest")     \
+  X(CAST, "cast", 1, 1, ELEMENTWISE, CAST, "a converted: to float rounds to nearest even; float to int truncates, saturating, NaN to 0")     \
   X(PTR_ADD, "ptr_add", 2, 2, MEMORY, PTR_ADD, "pointer a advanced by b elements (b an int scalar)") \
   X(LOAD, "load", 2, 4, MEMORY, LOAD, "a[b] where mask c holds, else d (default 0)")               \
   X(STORE, "store", 3, 4, MEMORY, STORE, "a[b] = c where mask d holds (default all)")              \

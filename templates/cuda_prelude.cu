@@ -118,10 +118,17 @@ __device__ __forceinline__ long long tj_mul(long long a, long long b) {
 __device__ __forceinline__ float tj_div(float a, float b) { return __fdiv_rn(a, b); }
 
 __device__ __forceinline__ float tj_max(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ int tj_max(int a, int b) { return a > b ? a : b; }
+/* i32 max/min compare sign-flipped unsigned values: ptxas 13.0 miscompiles
+ * nested max.s32/min.s32 of negated operands (it drops a negation). */
+__device__ __forceinline__ unsigned tj_flip(int a) { return (unsigned)a ^ 0x80000000u; }
+__device__ __forceinline__ int tj_max(int a, int b) {
+  return (int)((tj_flip(a) > tj_flip(b) ? tj_flip(a) : tj_flip(b)) ^ 0x80000000u);
+}
 __device__ __forceinline__ long long tj_max(long long a, long long b) { return a > b ? a : b; }
 __device__ __forceinline__ float tj_min(float a, float b) { return fminf(a, b); }
-__device__ __forceinline__ int tj_min(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ int tj_min(int a, int b) {
+  return (int)((tj_flip(a) < tj_flip(b) ? tj_flip(a) : tj_flip(b)) ^ 0x80000000u);
+}
 __device__ __forceinline__ long long tj_min(long long a, long long b) { return a < b ? a : b; }
 
 __device__ __forceinline__ float tj_neg(float a) { return -a; }

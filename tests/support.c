@@ -241,3 +241,11 @@ void compare_describe(const TjCompare *c, char *out, size_t size) {
            (long long)c->first_col, c->first_got, c->first_want, (long long)c->unwritten,
            (long long)c->touched, c->max_abs, c->max_ratio);
 }
+
+int test_run_suite(Suite *s) {
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}

@@ -19,6 +19,7 @@
 
 #include "tilejit.h"
 
+#include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,5 +113,9 @@ bool compare_rows(const TjMatrix *y, const double *ref, TjTolerance t, bool chec
                   TjCompare *c);
 /* "3 of 4000 bad (first at row 1, col 7: got nan, want 0.25), 0 unwritten, ..." */
 void compare_describe(const TjCompare *c, char *out, size_t size);
+
+/* Runs every test of s (forking per test unless CK_FORK=no) and frees it;
+ * returns the process exit status: 0 if all passed, 1 otherwise. */
+int test_run_suite(Suite *s);
 
 #endif /* TJ_TEST_SUPPORT_H */

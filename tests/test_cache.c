@@ -22,6 +22,8 @@
 
 #include "runtime/runtime.h"
 
+#include "support.h"
+
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,9 +313,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_run_suite(suite());
 }

@@ -15,6 +15,8 @@
 #include "codegen/codegen.h"
 #include "support_ptx.h"
 
+#include "support.h"
+
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,9 +426,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? 1 : 0;
+  return test_run_suite(suite());
 }

@@ -10,6 +10,8 @@
 #include "support_ptx.h"
 #include "support_randprog.h"
 
+#include "support.h"
+
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,9 +87,5 @@ int main(void) {
     fprintf(stderr, "ptxas not found: skipped\n");
     return 77;
   }
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? 1 : 0;
+  return test_run_suite(suite());
 }

@@ -16,6 +16,8 @@
 
 #include "runtime/runtime.h"
 
+#include "support.h"
+
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,9 +276,5 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--probe-libm") == 0) return probe_libm();
   /* Before anything loads the driver: make sure there is none. */
   setenv(RT_LIBCUDA_ENV, MISSING_LIBCUDA, 1);
-  SRunner *r = srunner_create(suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_run_suite(suite());
 }

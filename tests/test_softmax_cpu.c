@@ -458,9 +458,5 @@ static Suite *softmax_suite(void) {
 }
 
 int main(void) {
-  SRunner *r = srunner_create(softmax_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_run_suite(softmax_suite());
 }

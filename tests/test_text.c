@@ -15,6 +15,8 @@
  */
 #include "ir/ir.h"
 
+#include "support.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -956,9 +958,5 @@ static Suite *text_suite(void) {
 }
 
 int main(void) {
-  SRunner *runner = srunner_create(text_suite());
-  srunner_run_all(runner, CK_NORMAL);
-  int failed = srunner_ntests_failed(runner);
-  srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_run_suite(text_suite());
 }

@@ -6,9 +6,11 @@
  *   dump-ptx --ir FILE.tj [-D NAME=VALUE ...] [-n N] [options]
  *
  * options: --warps W, --block B, --arch sm_XX, --dtype f32|f16|bf16,
- *          --align BYTES (default 16: 16-byte aligned rows), --emit ir|ptx,
- *          --backend ptx, --annotate, -o FILE|- , --validate, --version
+ *          --align BYTES (default 16: 16-byte aligned rows), --emit ir|ptx|cuda,
+ *          --backend ptx|nvrtc, --annotate, -o FILE|- , --validate, --version
  *
+ * --backend nvrtc prints the PTX NVRTC makes of the CUDA C lowering, and
+ * --emit cuda that CUDA C (needs no NVRTC).
  * PTX goes to stdout unless -o names a file; diagnostics go to stderr. The
  * same arguments always give byte-identical output. --validate assembles
  * the PTX with ptxas -v (from $PATH, $CUDA_HOME/bin or the default toolkit)
@@ -27,14 +29,14 @@
 
 #define MAX_BINDINGS 32
 
-typedef enum Emit { EMIT_PTX, EMIT_IR } Emit;
+typedef enum Emit { EMIT_PTX, EMIT_IR, EMIT_CUDA } Emit;
 
 /* Backends: each turns a spec into text. Others plug in here. */
 typedef tj_status (*EmitFn)(tj_spec *, const tj_codegen_options *, char **, tj_kernel_info *);
 static const struct {
   const char *name;
   EmitFn emit;
-} backends[] = {{"ptx", tj_emit_ptx}};
+} backends[] = {{"ptx", tj_emit_ptx}, {"nvrtc", tj_nvrtc_ptx}};
 
 typedef struct Options {
   const char *ir_file; /* NULL: softmax */
@@ -58,8 +60,8 @@ static void usage(void) {
                   "  --arch sm_XX     target (default sm_90)\n"
                   "  --dtype T        f32, f16 or bf16 (default f32)\n"
                   "  --align BYTES    alignment of pointers and row strides (default 16)\n"
-                  "  --emit ir|ptx    what to print (default ptx)\n"
-                  "  --backend ptx    code generator (default ptx)\n"
+                  "  --emit ir|ptx|cuda  what to print (default ptx; cuda: the NVRTC backend's C)\n"
+                  "  --backend ptx|nvrtc  code generator (default ptx)\n"
                   "  --annotate       interleave the IR instruction of each group of lines\n"
                   "  -o FILE          write to FILE (- for stdout)\n"
                   "  --validate       assemble with ptxas -v and print its report on stderr\n"
@@ -150,6 +152,8 @@ static bool parse_valued(Options *o, const char *opt, char *val) {
       o->emit = EMIT_PTX;
     else if (!strcmp(val, "ir"))
       o->emit = EMIT_IR;
+    else if (!strcmp(val, "cuda"))
+      o->emit = EMIT_CUDA;
     else
       return false;
     return true;
@@ -256,8 +260,9 @@ static int generate(const Options *o, tj_spec *s) {
   char *text = NULL;
   tj_codegen_options co = {o->arch, 0, o->annotate};
   tj_kernel_info info;
-  tj_status st = o->emit == EMIT_IR ? tj_spec_print(s, &text)
-                                    : backends[o->backend].emit(s, &co, &text, &info);
+  tj_status st = o->emit == EMIT_IR     ? tj_spec_print(s, &text)
+                 : o->emit == EMIT_CUDA ? tj_emit_cuda(s, &co, &text, &info)
+                                        : backends[o->backend].emit(s, &co, &text, &info);
   if (st != TJ_OK) {
     fprintf(stderr, "dump-ptx: %s: %s\n", tj_status_string(st), tj_spec_error(s));
     return 1;

@@ -23,7 +23,7 @@
  */
 #include "codegen/cuda.h"
 
-#include <stdlib.h>
+#include <string.h>
 
 /* The FOR whose body holds instruction i most closely, or -1. */
 static int innermost_loop(const tj_program *p, int i) {
@@ -50,34 +50,43 @@ static bool same_slot(const tj_program *p, int a, int b) {
   return p->insts[a].args[1] == p->insts[b].args[1] && innermost_loop(p, a) == innermost_loop(p, b);
 }
 
-/* Whether value v is computed from the result of instruction def (through
- * operands only; loop-carried flows are not followed, which only costs a
- * barrier). seen: one flag per value. */
-static bool depends(const tj_program *p, int v, int def, bool *seen) {
-  if (v < 0 || seen[v]) return false;
+/* Whether value v is computed from the result of instruction def, through
+ * operands (loop-carried flows are not followed, which only costs a
+ * barrier). A walk with an explicit stack: chains may be long. */
+static bool depends(const tj_program *p, int v, int def, bool *seen, int32_t *stack) {
+  int top = 0;
+  stack[top++] = v;
   seen[v] = true;
-  int d = p->defs[v];
-  if (d == def) return true;
-  for (int k = 0; k < p->insts[d].nargs; k++)
-    if (depends(p, p->insts[d].args[k], def, seen)) return true;
+  while (top > 0) {
+    const IrInst *in = &p->insts[p->defs[stack[--top]]];
+    if (in == &p->insts[def]) return true;
+    for (int k = 0; k < in->nargs; k++)
+      if (in->args[k] >= 0 && !seen[in->args[k]]) {
+        seen[in->args[k]] = true;
+        stack[top++] = in->args[k];
+      }
+  }
   return false;
 }
 
 /* Whether a reduction in the load's loop body, between it and the store,
- * reduces a tile computed from the loaded one. */
+ * reduces a tile computed from the loaded one. Out of memory: no (a
+ * barrier too many). */
 static bool reduced_before(const tj_program *p, int load, int store) {
   int loop = innermost_loop(p, load);
   int end = loop >= 0 && p->insts[loop].iimm < store ? (int)p->insts[loop].iimm : store;
-  bool *seen = calloc((size_t)p->nvalues, sizeof *seen);
+  bool *seen = tj_alloc((size_t)p->nvalues * sizeof *seen);
+  int32_t *stack = tj_alloc((size_t)p->nvalues * sizeof *stack);
   bool found = false;
-  for (int r = load + 1; r < end && seen && !found; r++) {
+  for (int r = load + 1; r < end && seen && stack && !found; r++) {
     const IrInst *in = &p->insts[r];
     if ((in->op != TJ_OP_REDUCE_MAX && in->op != TJ_OP_REDUCE_SUM) || innermost_loop(p, r) != loop)
       continue;
-    for (int v = 0; v < p->nvalues; v++) seen[v] = false;
-    found = depends(p, in->args[0], load, seen);
+    memset(seen, 0, (size_t)p->nvalues * sizeof *seen);
+    found = depends(p, in->args[0], load, seen, stack);
   }
-  free(seen);
+  tj_free(seen);
+  tj_free(stack);
   return found;
 }
 
