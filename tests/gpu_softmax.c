@@ -235,14 +235,24 @@ START_TEST(forced_warps_and_templates) {
 }
 END_TEST
 
+/* The NVRTC backend over the same sweep as the PTX backend: every width
+ * 1..4096 (f32), powers of two +-1 and primes to 2^20, the 16-bit subset,
+ * and a pointer one element off. Both are checked against float64, so they
+ * agree with each other within the tolerance. */
 START_TEST(nvrtc_backend) {
-  static const int64_t ns[] = {1, 100, 1000, 4096, 40000};
-  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
-    for (size_t i = 0; i < 5; i++) {
-      GpuCase *c = add(d, 5, ns[i]);
-      c->opts.backend = TJ_BACKEND_NVRTC;
-      if (i == 2) c->offset = 1;
-    }
+  int step = gpu_quick() ? 97 : 1, top = gpu_quick() ? 12 : 20;
+  for (int64_t n = 1; n <= 4096; n += step) add(TJ_DTYPE_F32, 1 + n % 3, n)->opts.backend = TJ_BACKEND_NVRTC;
+  for (int k = 13; k <= top; k++) {
+    int64_t p = (int64_t)1 << k;
+    for (int64_t n = p - 1; n <= p + 1; n++) add(TJ_DTYPE_F32, 2, n)->opts.backend = TJ_BACKEND_NVRTC;
+    add(TJ_DTYPE_F32, 2, next_prime(p + p / 2))->opts.backend = TJ_BACKEND_NVRTC;
+  }
+  for (tj_dtype d = TJ_DTYPE_F16; d <= TJ_DTYPE_BF16; d++)
+    for (size_t i = 0; i < sizeof half_widths / sizeof half_widths[0]; i++)
+      if (!gpu_quick() || half_widths[i] <= 65536) add(d, 2, half_widths[i])->opts.backend = TJ_BACKEND_NVRTC;
+  GpuCase *c = add(TJ_DTYPE_F32, 5, 1000);
+  c->opts.backend = TJ_BACKEND_NVRTC;
+  c->offset = 1;
   run("NVRTC backend", true); /* skipped without libnvrtc or a driver for its PTX */
 }
 END_TEST

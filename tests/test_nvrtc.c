@@ -13,14 +13,13 @@
  *     and no spills. The online template with 32768-element chunks (32 per
  *     thread, 64 registers at 1024 threads) spills a few words with 16-bit
  *     dtypes; it only has to assemble;
- *   - the other warp counts at sm_90: both templates x every BLOCK x warps
- *     in {1, 2, 4, 8, 16, 32} x f32/f16/bf16, so sm_90 gets the whole cross
- *     product (few warps for a large BLOCK is correct but keeps the tile in
- *     local memory: up to 1024 slots per thread, loops not unrolled).
- *   sm_75 is the oldest target NVRTC 13 accepts (compute_75). The other
- *   warp counts are not repeated for sm_75 and sm_80 (another 960 compiles,
- *   about 2 more minutes on two cores): the CUDA C does not depend on the
- *   arch at all, only NVRTC's target option does.
+ *   - the other warp counts, at sm_75, sm_80 and sm_90: both templates x
+ *     every BLOCK x warps in {1, 2, 4, 8, 16, 32} x f32/f16/bf16, so every
+ *     arch gets the whole cross product (few warps for a large BLOCK is
+ *     correct but keeps the tile in local memory: up to 1024 slots per
+ *     thread, loops not unrolled).
+ *   sm_75 is the oldest target NVRTC 13 accepts (compute_75). The CUDA C
+ *   does not depend on the arch at all, only NVRTC's target option does.
  *
  * Semantics: NVRTC's PTX run by the PTX simulator (support_ptxsim.c) must
  * match the interpreter: softmax (both templates, three dtypes, widths
@@ -211,19 +210,20 @@ START_TEST(softmax_default_warps) {
 }
 END_TEST
 
-/* _i: template (i / 3) and dtype (i % 3); every BLOCK x every other warp
- * count, sm_90. */
+/* _i: arch (i / 6), template (i / 3 % 2) and dtype (i % 3); every BLOCK x
+ * every other warp count. */
 START_TEST(softmax_every_warps) {
-  tj_softmax_template which = _i / 3 ? TJ_SOFTMAX_ONLINE : TJ_SOFTMAX_SINGLE;
+  tj_softmax_template which = _i / 3 % 2 ? TJ_SOFTMAX_ONLINE : TJ_SOFTMAX_SINGLE;
   tj_dtype dtype = all_dtypes[_i % 3];
+  int arch = sweep_archs[_i / 6];
   for (int64_t block = 1; block <= 32768; block *= 2) {
     for (int warps = 1; warps <= 32; warps *= 2) {
       if (warps == tj_default_num_warps(block, dtype)) continue; /* swept above */
       char what[96];
-      snprintf(what, sizeof what, "template %d BLOCK %lld warps %d %s", (int)which,
-               (long long)block, warps, ir_dtype_name(dtype));
+      snprintf(what, sizeof what, "template %d BLOCK %lld warps %d %s sm_%d", (int)which,
+               (long long)block, warps, ir_dtype_name(dtype), arch);
       tj_spec *s = softmax_spec(which, block, warps, dtype);
-      compile_ok(s, 90, false, what);
+      compile_ok(s, arch, false, what);
       tj_spec_destroy(s);
     }
   }
@@ -874,7 +874,7 @@ static Suite *nvrtc_suite(void) {
   tcase_set_timeout(sweep, 600);
   tcase_add_loop_test(sweep, programs_compile, 0, 6);
   tcase_add_loop_test(sweep, softmax_default_warps, 0, 6);
-  tcase_add_loop_test(sweep, softmax_every_warps, 0, 6);
+  tcase_add_loop_test(sweep, softmax_every_warps, 0, 18);
   suite_add_tcase(s, sweep);
   return s;
 }
