@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh DEPS_DIR [STEP...]: the check to run on a machine with a GPU.
 #
-# DEPS_DIR holds Check unpacked by fetch-deps (its env.sh is sourced, for
+# DEPS_DIR holds Check and libsubunit unpacked from their Debian packages,
+# with an env.sh that points pkg-config and the loader at them (sourced, for
 # machines without package access; "none" where Check is installed). STEPs,
 # in order, default all but tsan:
 #   build      configure and build build-gpu (Release, tests on)
