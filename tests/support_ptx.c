@@ -10,6 +10,7 @@
  * kernel gets its own registers and spills back.
  */
 #include "support_ptx.h"
+#include "support.h"
 
 #include "codegen/codegen.h"
 
@@ -99,6 +100,15 @@ struct PtxBatch {
 };
 
 bool ptxas_available(char *path, size_t size) { return cg_ptxas_find(path, size); }
+
+int ptxas_suite_main(Suite *s, char *path, size_t size) {
+  if (!ptxas_available(path, size)) {
+    srunner_free(srunner_create(s)); /* frees the suite */
+    fprintf(stderr, "ptxas not found: skipped\n");
+    return 77;
+  }
+  return test_run_suite(s);
+}
 
 PtxBatch *ptx_batch_new(const char *ptxas, int arch, int per_file) {
   PtxBatch *b = calloc(1, sizeof *b);

@@ -10,6 +10,8 @@
 
 #include "tilejit.h"
 
+#include <check.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -47,6 +49,9 @@ typedef struct PtxBatch PtxBatch;
 
 /* Path of ptxas, or false when there is none (the suite then exits 77). */
 bool ptxas_available(char *path, size_t size);
+/* main() of a suite that needs ptxas: finds it into path (the suite reads
+ * it), prints a note and returns 77 (skipped) without it, else runs s. */
+int ptxas_suite_main(Suite *s, char *path, size_t size);
 PtxBatch *ptx_batch_new(const char *ptxas, int arch, int per_file);
 /* Adds one kernel (its text is copied, its entry renamed); returns its index. */
 int ptx_batch_add(PtxBatch *b, const char *ptx);

@@ -82,10 +82,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  if (!ptxas_available(ptxas, sizeof ptxas)) {
-    fprintf(stderr, "ptxas not found: skipped\n");
-    return 77;
-  }
-  return test_run_suite(suite());
-}
+int main(void) { return ptxas_suite_main(suite(), ptxas, sizeof ptxas); }

@@ -133,9 +133,8 @@ static tj_status check_kernel(tj_context *ctx, const tj_kernel *k) {
                  k->report.info.entry);
 }
 
-static tj_status specialize(tj_context *ctx, const RtFastKey *key, tj_program *p, tj_spec **s) {
-  tj_softmax_template which =
-      key->which ? (tj_softmax_template)key->which : tj_softmax_pick(key->n);
+static tj_status specialize(tj_context *ctx, const RtFastKey *key, tj_softmax_template which,
+                            tj_program *p, tj_spec **s) {
   tj_spec_options o;
   tj_status st = tj_softmax_spec_options(which, (tj_dtype)key->dtype, key->n, &o);
   if (st != TJ_OK)
@@ -156,7 +155,7 @@ static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry 
   if (st != TJ_OK)
     st = rt_fail(ctx, st, "tj_softmax: template: %s",
                  p ? tj_program_error(p) : tj_status_string(st));
-  if (st == TJ_OK) st = specialize(ctx, key, p, &s);
+  if (st == TJ_OK) st = specialize(ctx, key, which, p, &s);
   if (st == TJ_OK) st = rt_compile_entry(ctx, s, (tj_backend)key->backend, out);
   if (st == TJ_OK && (st = check_kernel(ctx, rt_entry_value(*out))) != TJ_OK)
     rt_entry_release(*out);
