@@ -95,8 +95,18 @@ typedef struct tj_type {
   int16_t len;   /* tiles: constant index; otherwise -1 */
 } tj_type;
 
-/* Indices of the built-in compile-time constants every program has. */
-enum { TJ_CONST_BLOCK = 0, TJ_CONST_NUM_WARPS = 1, TJ_CONST_ALIGN = 2, TJ_CONST_BUILTIN_COUNT = 3 };
+/* Indices of the built-in compile-time constants every program has:
+ * BLOCK, NUM_WARPS, ALIGN, and the geometry's CLUSTER (CTAs of a
+ * thread-block cluster holding one program instance's tiles) and SPLIT
+ * (clusters, or CTAs, of the grid holding them). */
+enum {
+  TJ_CONST_BLOCK = 0,
+  TJ_CONST_NUM_WARPS = 1,
+  TJ_CONST_ALIGN = 2,
+  TJ_CONST_CLUSTER = 3,
+  TJ_CONST_SPLIT = 4,
+  TJ_CONST_BUILTIN_COUNT = 5
+};
 
 static inline tj_type tj_scalar_type(tj_elem e) { tj_type t = {TJ_SCALAR, (uint8_t)e, -1}; return t; }
 static inline tj_type tj_pointer_type(tj_elem e) { tj_type t = {TJ_POINTER, (uint8_t)e, -1}; return t; }
@@ -169,7 +179,8 @@ typedef struct tj_program tj_program;
 typedef uint32_t tj_value;
 #define TJ_NO_VALUE ((tj_value)0)
 
-/* Creates an empty program with the built-in constants BLOCK, NUM_WARPS and ALIGN. */
+/* Creates an empty program with the built-in constants BLOCK, NUM_WARPS,
+ * ALIGN, CLUSTER and SPLIT. */
 tj_status tj_program_create(const char *name, tj_program **out);
 void tj_program_destroy(tj_program *p);
 
@@ -178,7 +189,7 @@ const char *tj_program_error(const tj_program *p);
 
 /* Declares a compile-time constant (bound at specialization); returns its index. */
 tj_status tj_program_declare_const(tj_program *p, const char *name, int *index);
-/* Looks a constant up by name (BLOCK, NUM_WARPS, ALIGN or a declared one). */
+/* Looks a constant up by name (a built-in one or a declared one). */
 tj_status tj_program_const(const tj_program *p, const char *name, int *index);
 
 /* Builder. Each call appends one instruction and returns its result. On error
@@ -217,6 +228,11 @@ typedef struct tj_spec_options {
   int num_warps;      /* 0 = tj_default_num_warps(BLOCK, dtype) */
   tj_dtype dtype;     /* binds DTYPE */
   int align;          /* bytes every pointer and row stride is a multiple of; 0 = element size */
+  int cluster;        /* CLUSTER: CTAs of a thread-block cluster that hold one program
+                         instance's tiles, 1 to 16 (sm_90 and later); 0 = 1, no cluster */
+  int split;          /* SPLIT: clusters (or CTAs when cluster is 1) of the grid that hold
+                         one instance's tiles, reduced through global memory, 1 to 1024;
+                         0 = 1 */
   const tj_binding *bindings; /* the program's own constants */
   int binding_count;
 } tj_spec_options;
@@ -265,9 +281,10 @@ tj_status tj_interpret(tj_spec *s, const tj_arg *args, int arg_count, int64_t gr
  * Kernel ABI of generated code. The kernel's parameters are the program's
  * parameters in order (pointers and i64 as .u64, i32 as .u32, f32 as .f32),
  * then one hidden .u64: the number of program instances (the logical grid).
- * Launch it with info.threads threads per CTA and any number of CTAs >= 1:
- * CTAs stride over program instances, info.programs_per_cta at a time, so a
- * grid smaller than the number of instances still covers them all.
+ * Launch it as info.shape says: shape.threads threads per CTA and any number
+ * of CTAs >= 1 (a multiple of shape.ctas_per_program); CTAs stride over
+ * program instances, shape.programs_per_cta at a time per CTA, so a grid
+ * smaller than the number of instances still covers them all.
  */
 typedef struct tj_codegen_options {
   int arch;        /* SM version, 10*major+minor (75, 80, 86, 89, 90, 100, ...); 0 = 90 */
@@ -275,16 +292,22 @@ typedef struct tj_codegen_options {
   int annotate;    /* interleave comments naming each IR instruction */
 } tj_codegen_options;
 
+/* How a kernel is launched: the one description of its grid, from which
+ * the runtime sizes every launch. */
+typedef struct tj_launch_shape {
+  int threads;          /* threads per CTA (.reqntid) */
+  int programs_per_cta; /* program instances one CTA runs side by side (lane groups) */
+  int shared_bytes;     /* static shared memory per CTA */
+  int all_ctas;         /* 1 = one CTA per programs_per_cta instances even past what the
+                           device holds at once; 0 = at most that many CTAs, each striding
+                           over the rest (a persistent grid) */
+} tj_launch_shape;
+
 typedef struct tj_kernel_info {
-  char entry[64];         /* the .entry name */
-  int threads;            /* threads per CTA (.reqntid) */
-  int programs_per_cta;   /* program instances one CTA runs at a time (lane groups) */
-  int shared_bytes;       /* static shared memory */
-  int arch, ptx_version;  /* as emitted */
-  int param_count;        /* the program's parameters, without the hidden one */
-  int all_ctas;           /* launch hint: 1 = one CTA per programs_per_cta instances even
-                             past what the device holds at once; 0 = at most that many
-                             CTAs, each striding over the rest (a persistent grid) */
+  char entry[64];        /* the .entry name */
+  tj_launch_shape shape; /* how to launch it */
+  int arch, ptx_version; /* as emitted */
+  int param_count;       /* the program's parameters, without the hidden ones */
 } tj_kernel_info;
 
 /* Lowers a specialized program to PTX text (release with tj_free). The same
@@ -438,7 +461,7 @@ tj_status tj_copy_to_host(tj_context *ctx, void *dst, uint64_t src, size_t bytes
 tj_status tj_compile(tj_context *ctx, tj_spec *s, tj_backend backend, tj_kernel **kernel);
 /* Loads hand-written PTX. It follows the kernel ABI of generated code (the
  * last parameter is the .u64 instance count; .reqntid gives the threads; one
- * program instance per CTA). A driver failure is TJ_ERR_DRIVER with the
+ * program instance per CTA, no cluster). A driver failure is TJ_ERR_DRIVER with the
  * driver's error name and the ptxas log in the message. */
 tj_status tj_load_ptx(tj_context *ctx, const char *ptx, const char *entry, tj_kernel **kernel);
 

@@ -124,8 +124,8 @@ START_TEST(hand_written_ptx_loads_and_launches) {
   ck_assert_ptr_eq(k, again);
   tj_kernel_report r;
   ck_assert_int_eq(tj_kernel_describe(k, &r), TJ_OK);
-  ck_assert_int_eq(r.info.threads, 64);
-  ck_assert_int_eq(r.info.programs_per_cta, 1);
+  ck_assert_int_eq(r.info.shape.threads, 64);
+  ck_assert_int_eq(r.info.shape.programs_per_cta, 1);
   ck_assert_int_eq(r.info.param_count, 1);
   ck_assert_int_gt(r.max_ctas, 0);
   ck_assert_int_gt(r.registers, 0);

@@ -203,7 +203,7 @@ START_TEST(softmax_default_warps) {
       tj_spec *s = softmax_spec(which, block, 0, all_dtypes[d]);
       bool chosen_by_default = which == TJ_SOFTMAX_SINGLE || block <= TJ_SOFTMAX_CHUNK;
       tj_kernel_info info = compile_ok(s, arch, chosen_by_default, what);
-      ck_assert_int_eq(info.threads, 32 * s->num_warps);
+      ck_assert_int_eq(info.shape.threads, 32 * s->num_warps);
       tj_spec_destroy(s);
     }
   }
@@ -453,9 +453,9 @@ START_TEST(text_and_info) {
   tj_spec *s = softmax_spec(TJ_SOFTMAX_SINGLE, 1024, 0, TJ_DTYPE_F32);
   char *cuda = emit_ok(s, 1, &info);
   ck_assert_str_eq(info.entry, "tj_softmax");
-  ck_assert_int_eq(info.threads, 128);
-  ck_assert_int_eq(info.programs_per_cta, 1);
-  ck_assert_int_eq(info.shared_bytes, 4 * 4);
+  ck_assert_int_eq(info.shape.threads, 128);
+  ck_assert_int_eq(info.shape.programs_per_cta, 4); /* a warp per row of 1024 (cg_group_size) */
+  ck_assert_int_eq(info.shape.shared_bytes, 0);
   ck_assert_int_eq(info.param_count, 5);
   ck_assert_int_eq(info.arch, 90);
   ck_assert_ptr_null(strstr(cuda, "#include"));
@@ -467,17 +467,17 @@ START_TEST(text_and_info) {
   ck_assert_ptr_nonnull(strstr(cuda, "float *arg0, /* y */"));
   ck_assert_ptr_nonnull(strstr(cuda, "unsigned long long tj_programs)"));
   ck_assert_ptr_nonnull(strstr(cuda, "// %16 : f32 = reduce_max %15"));
-  ck_assert_ptr_nonnull(strstr(cuda, "tj_reduce<tj_max_op, 128, 1024>(v15,"));
+  ck_assert_ptr_nonnull(strstr(cuda, "tj_reduce<tj_max_op, 32, 1024>(v15,"));
   ck_assert_ptr_nonnull(strstr(cuda, "#pragma unroll\n"));
-  ck_assert_ptr_null(strstr(cuda, "tj_group_sync<128>")); /* no load after the store */
+  ck_assert_ptr_null(strstr(cuda, "tj_group_sync<32>")); /* no load after the store */
   tj_free(cuda);
   tj_spec_destroy(s);
 
   /* 16 elements over 4 warps: lane groups of 16, 8 rows per CTA, no shared memory. */
   s = softmax_spec(TJ_SOFTMAX_SINGLE, 16, 4, TJ_DTYPE_F16);
   cuda = emit_ok(s, 0, &info);
-  ck_assert_int_eq(info.programs_per_cta, 8);
-  ck_assert_int_eq(info.shared_bytes, 0);
+  ck_assert_int_eq(info.shape.programs_per_cta, 8);
+  ck_assert_int_eq(info.shape.shared_bytes, 0);
   ck_assert_ptr_nonnull(strstr(cuda, "tj_group_mask<16>()"));
   ck_assert_ptr_nonnull(strstr(cuda, "tj_f16 *arg1, /* x */"));
   tj_free(cuda);
@@ -486,7 +486,7 @@ START_TEST(text_and_info) {
   /* 100 elements over one warp: 4 slots, the last one padding for some lanes. */
   s = program_spec(prog_every_op, 1, 1, 0);
   cuda = emit_ok(s, 0, &info);
-  ck_assert_int_eq(info.programs_per_cta, 1);
+  ck_assert_int_eq(info.shape.programs_per_cta, 1);
   ck_assert_ptr_nonnull(strstr(cuda, "j * 32 + tj_rank < 100"));
   tj_free(cuda);
   tj_spec_destroy(s);
@@ -494,7 +494,7 @@ START_TEST(text_and_info) {
   /* A store that the next iteration's load may read is followed by a barrier. */
   s = program_spec(prog_loops, 256, 4, 256);
   cuda = emit_ok(s, 0, &info);
-  ck_assert_ptr_nonnull(strstr(cuda, "tj_group_sync<128>(tj_mask);"));
+  ck_assert_ptr_nonnull(strstr(cuda, "tj_group_sync<32>(tj_mask);"));
   tj_free(cuda);
   tj_spec_destroy(s);
 }
@@ -601,7 +601,7 @@ static void softmax_on_simulator(tj_softmax_template which, int64_t n, int warps
   tj_kernel_info info;
   char *ptx = nvrtc_ptx(s, 80, &info), why[1024];
   args[0].u.ptr = y.data;
-  int ctas = (int)((rows + info.programs_per_cta - 1) / info.programs_per_cta + 1) / 2;
+  int ctas = (int)((rows + info.shape.programs_per_cta - 1) / info.shape.programs_per_cta + 1) / 2;
   ck_assert_msg(ptxsim_run(ptx, args, 5, rows, ctas, why, sizeof why), "n=%lld warps=%d %s: %s",
                 (long long)n, warps, dtype_label(dtype), why);
   TjTolerance t = dtype_tolerance(dtype);
@@ -673,7 +673,7 @@ START_TEST(random_programs_match_interpreter) {
   randprog_poison_outputs(&rp);
   tj_kernel_info info;
   char *ptx = nvrtc_ptx(s, sweep_archs[_i % 3], &info);
-  int ctas = (int)((rp.grid + info.programs_per_cta - 1) / info.programs_per_cta + 1) / 2;
+  int ctas = (int)((rp.grid + info.shape.programs_per_cta - 1) / info.shape.programs_per_cta + 1) / 2;
   ck_assert_msg(ptxsim_run(ptx, rp.args, RANDPROG_ARGS, rp.grid, ctas, why, sizeof why), "%s: %s",
                 rp.summary, why);
   for (int i = 0; i < 3; i++) {

@@ -35,7 +35,7 @@ static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
     snprintf(why, size, "emit: %s", tj_spec_error(s));
     return false;
   }
-  int64_t ctas = (grid + info.programs_per_cta - 1) / info.programs_per_cta;
+  int64_t ctas = (grid + info.shape.programs_per_cta - 1) / info.shape.programs_per_cta;
   ctas = ctas > 1 ? ctas / 2 : 1;
   bool ok = ptxsim_run(ptx, args, nargs, grid, (int)ctas, why, size);
   tj_free(ptx);

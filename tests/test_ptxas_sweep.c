@@ -8,7 +8,7 @@
  * tile elements, which tj_emit_ptx refuses with TJ_ERR_UNSUPPORTED (the
  * test checks it refuses exactly those). Kernels are assembled in batches
  * (support_ptx.c), two ptxas processes at a time. The defaults (the warps
- * of cg_default_num_warps, and for the online template a BLOCK up to its
+ * of tj_default_num_warps, and for the online template a BLOCK up to its
  * chunk) must report 0 bytes of spill and stack; the registers of the
  * defaults are printed as a table.
  *
@@ -69,7 +69,7 @@ static void add_case(PtxBatch *b, Case *c) {
  * template's BLOCK is its chunk, at most TJ_SOFTMAX_CHUNK. */
 static bool is_default(const Case *c) {
   if (c->which == TJ_SOFTMAX_ONLINE && c->block > TJ_SOFTMAX_CHUNK) return false;
-  return c->warps == cg_default_num_warps(c->block, c->dtype);
+  return c->warps == tj_default_num_warps(c->block, c->dtype);
 }
 
 static const char *template_name(tj_softmax_template t) {

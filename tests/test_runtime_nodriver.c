@@ -105,7 +105,7 @@ START_TEST(ptx_generation_still_works) {
   ck_assert_msg(rt_ptx_signature(ptx, info.entry, kinds, &count, &reqntid, why, sizeof why), "%s",
                 why);
   ck_assert_int_eq(count, 6);
-  ck_assert_int_eq(reqntid, info.threads);
+  ck_assert_int_eq(reqntid, info.shape.threads);
   const uint8_t want[6] = {RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B64,
                            RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_B64};
   ck_assert_mem_eq(kinds, want, sizeof want);

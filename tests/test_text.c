@@ -512,11 +512,11 @@ START_TEST(parses_constants_and_names) {
   ck_assert_int_eq(p->consts[TJ_CONST_BLOCK].value, 64);
   ck_assert(!p->consts[TJ_CONST_NUM_WARPS].bound);
   ck_assert(p->consts[TJ_CONST_ALIGN].bound);
-  ck_assert_str_eq(p->consts[3].name, "X");
-  ck_assert(!p->consts[3].bound);
-  ck_assert_str_eq(p->consts[4].name, "Y");
-  ck_assert(p->consts[4].bound);
-  ck_assert_int_eq(p->consts[4].value, 0);
+  ck_assert_str_eq(p->consts[TJ_CONST_BUILTIN_COUNT].name, "X");
+  ck_assert(!p->consts[TJ_CONST_BUILTIN_COUNT].bound);
+  ck_assert_str_eq(p->consts[TJ_CONST_BUILTIN_COUNT + 1].name, "Y");
+  ck_assert(p->consts[TJ_CONST_BUILTIN_COUNT + 1].bound);
+  ck_assert_int_eq(p->consts[TJ_CONST_BUILTIN_COUNT + 1].value, 0);
   tj_program_destroy(p);
   /* A built-in named without a value is accepted and changes nothing. */
   p = parse_ok("kernel k\nconst NUM_WARPS\n");

@@ -270,8 +270,8 @@ static int generate(const Options *o, tj_spec *s) {
   int rc = write_output(o, text);
   if (rc == 0 && o->emit == EMIT_PTX && o->m > 0)
     fprintf(stderr, "dump-ptx: launch %s with %d threads per CTA, %lld CTAs for M = %lld\n",
-            info.entry, info.threads,
-            (long long)((o->m + info.programs_per_cta - 1) / info.programs_per_cta),
+            info.entry, info.shape.threads,
+            (long long)((o->m + info.shape.programs_per_cta - 1) / info.shape.programs_per_cta),
             (long long)o->m);
   if (rc == 0 && o->validate && o->emit == EMIT_PTX) rc = validate(text, o->arch);
   tj_free(text);

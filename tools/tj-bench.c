@@ -821,7 +821,7 @@ static tj_status enqueue_tj_launch(Bench *b, void *arg) {
 
 static tj_status enqueue_raw(Bench *b, void *arg) {
   Launch *l = arg;
-  unsigned threads = (unsigned)l->kernel->report.info.threads;
+  unsigned threads = (unsigned)l->kernel->report.info.shape.threads;
   return check_driver(
       b, "cuLaunchKernel",
       b->cu->cuLaunchKernel(l->kernel->function, 1, 1, 1, threads, 1, 1, 0, NULL, l->params, NULL));

@@ -3,7 +3,8 @@
  *
  *   specialized program
  *     │ cg_analyze          facts per value (analyze.c)
- *     │ cg_plan_layout      threads, lane groups, VEC and repeats (layout.c)
+ *     │ cg_plan_layout      the geometry (geometry.c), then VEC and repeats
+ *     │                     per tile length (layout.c)
  *     │ cg_plan_barriers    shared-memory regions of reductions (reduce.c)
  *     │ cg_lower_kernel     the body, instruction by instruction (lower.c)
  *     ▼ assemble            prologue template, entry, params, .reqntid,
@@ -85,8 +86,9 @@ static const char *param_type(tj_type t) {
 }
 
 static void entry(const CgCtx *c, const char *name, TjBuf *out) {
-  buf_printf(out, "// %d threads: %d program instance%s of %d thread%s each", c->threads,
-             c->programs, c->programs == 1 ? "" : "s", c->group, c->group == 1 ? "" : "s");
+  const CgGeometry *g = &c->geo;
+  buf_printf(out, "// %d threads: %d program instance%s of %d thread%s each", g->threads,
+             g->programs, g->programs == 1 ? "" : "s", g->group, g->group == 1 ? "" : "s");
   for (int i = 0; i < c->nlayouts; i++)
     buf_printf(out, "; tile %lld: VEC %d x %d", (long long)c->layouts[i].len, c->layouts[i].vec,
                c->layouts[i].reps);
@@ -97,7 +99,7 @@ static void entry(const CgCtx *c, const char *name, TjBuf *out) {
       buf_printf(out, "\t.param .%s p_%s,\n", param_type(c->p->types[in->result]),
                  c->p->params[in->iimm]);
   }
-  buf_printf(out, "\t.param .u64 tj_programs\n)\n.reqntid %d, 1, 1\n", c->threads);
+  buf_printf(out, "\t.param .u64 tj_programs\n)\n.reqntid %d, 1, 1\n", g->threads);
   int ctas = cg_min_ctas_per_sm(c);
   if (ctas) buf_printf(out, ".minnctapersm %d\n", ctas);
   buf_puts(out, "{\n");
@@ -110,7 +112,8 @@ static char *assemble(CgCtx *c, char *name, size_t size) {
   prologue(c, &out);
   entry(c, name, &out);
   cg_declarations(&c->em, &out);
-  if (c->smem_used) buf_printf(&out, "\t.shared .align 16 .b8 tj_smem[%d];\n", 2 * c->smem_region);
+  if (c->shared.used)
+    buf_printf(&out, "\t.shared .align 16 .b8 tj_smem[%d];\n", 2 * c->shared.region);
   buf_puts(&out, "\n");
   buf_puts(&out, c->em.body.data ? c->em.body.data : "");
   buf_puts(&out, "}\n");
@@ -131,13 +134,13 @@ static bool has_loop(const tj_program *p) {
 static void fill_info(const CgCtx *c, const char *name, tj_kernel_info *info) {
   memset(info, 0, sizeof *info);
   snprintf(info->entry, sizeof info->entry, "%s", name);
-  info->threads = c->threads;
-  info->programs_per_cta = c->programs;
-  info->shared_bytes = c->smem_used ? 2 * c->smem_region : 0;
+  info->shape.threads = c->geo.threads;
+  info->shape.programs_per_cta = c->geo.programs;
+  info->shape.shared_bytes = c->shared.used ? 2 * c->shared.region : 0;
+  info->shape.all_ctas = !has_loop(c->p);
   info->arch = c->arch;
   info->ptx_version = c->ptx;
   info->param_count = c->p->nparams;
-  info->all_ctas = !has_loop(c->p);
 }
 
 static tj_status run(CgCtx *c, const tj_codegen_options *o, char **ptx, tj_kernel_info *info) {

@@ -2,18 +2,20 @@
  * codegen.h — the internal header of the PTX backend (src/codegen).
  *
  * tj_emit_ptx turns a specialized program into PTX text in one pass over the
- * instructions, after two small planning steps:
+ * instructions, after small planning steps:
  *
  *   analyze.c  facts per value: shape (scalar, splat, affine, per-slot),
  *              divisibility, pointer alignment, uniformity, monotone masks
- *   layout.c   the grid: threads, lanes per program instance, and for each
- *              tile length its vector width (VEC) and repeats (R)
+ *   geometry.c the levels a tile spreads over (lanes, warps, cluster, grid),
+ *              the prologue's indices, the instance loop, slot index math
+ *   layout.c   for each tile length its vector width (VEC) and repeats (R);
+ *              the num_warps table and the occupancy request
  *   reduce.c   the plan of shared-memory regions and barriers, then the
- *              lowering of reductions (thread, shfl butterfly, shared memory)
- *   lower.c    the kernel skeleton (prologue, grid-stride loop over program
- *              instances, counted loops) and the dispatch over IR ops
+ *              lowering of reductions, one combiner per level
+ *   lower.c    the kernel skeleton and the dispatch over IR ops
+ *   values.c   the helpers every lowering file uses
  *   memory.c   loads and stores: 16-byte vectors, masks as predicates
- *   ptx_ops.c  the op -> PTX text table for the regular ops, and casts
+ *   ptx_ops.c  the op -> PTX text table (from TJ_OP_LIST), and casts
  *   emit.c     the arena, registers and the one printf-checked emitter
  *   arch.c     arch -> minimum PTX ISA, and per-feature requirements
  *   ptxas.c    running ptxas on PTX text (tools and tests; never on the
@@ -144,35 +146,72 @@ typedef struct CgFacts {
 typedef struct CgCtx CgCtx;
 tj_status cg_analyze(CgCtx *c);
 
-/* ------------------------------------------------------------ layout.c */
+/* ---------------------------------------------------------- geometry.c */
 
-/* A tile of len elements: thread t of a lane group owns VEC contiguous
- * elements at t*VEC + j*G*VEC for repeats j < reps; slot k = j*VEC + v. */
-typedef struct CgLayout {
-  int64_t len;
-  int vec, reps, slots;
-  int partial;       /* the repeat held by only some lanes, or -1 */
-  int partial_lanes; /* lanes below this hold the partial repeat */
-  CgOperand base32;  /* t*VEC as i32 (b32), and as i64 when asked for */
-  CgOperand base64;
-  CgOperand slot_ok; /* pred: this lane holds the partial repeat */
-  CgOperand guard;   /* per instance: slot_ok and the instance's validity */
-} CgLayout;
+/* The levels of the chain a tile element passes through above the thread's
+ * own slots, innermost first (geometry.c's header). */
+typedef enum CgLevel {
+  CG_LEVEL_LANE,    /* lanes of a group or a warp: shfl.sync */
+  CG_LEVEL_WARP,    /* warps of a CTA: shared memory and bar.sync */
+  CG_LEVEL_CLUSTER, /* CTAs of a cluster: distributed shared memory */
+  CG_LEVEL_GRID,    /* groups of CTAs of the grid: global memory */
+  CG_LEVEL_COUNT
+} CgLevel;
+
+typedef struct CgGeometry {
+  int warps, threads; /* per CTA: T = 32 * warps */
+  int group;          /* G: threads of a CTA per instance (1 .. T) */
+  int programs;       /* P = T / G: instances side by side in a CTA */
+  int cluster;        /* C: CTAs of a cluster per instance (1: no cluster) */
+  int split;          /* S: clusters (or CTAs) of the grid per instance (1: none) */
+  int64_t span;       /* G * C * S: the threads holding one instance's tiles */
+  /* Registers set in the prologue and per instance. */
+  CgOperand tid, lane, group_index, group64;
+  CgOperand count, first, stride, inst, inst_valid;
+} CgGeometry;
 
 #define CG_MAX_LAYOUTS  16
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
 
-int cg_default_num_warps(int64_t block, tj_dtype dtype);
-/* CTAs per SM asked of ptxas (.minnctapersm, capping registers per thread),
- * or 0 for no request. */
-int cg_min_ctas_per_sm(const CgCtx *c);
-tj_status cg_plan_layout(CgCtx *c);
-CgLayout *cg_layout_of(CgCtx *c, int value);
-/* Element offset of slot k within the group's tile, relative to t*VEC. */
+/* A tile of len elements: the thread with index `lane` (geometry.c) owns
+ * VEC contiguous elements at lane*VEC + j*span*VEC for repeats j < reps;
+ * slot k = j*VEC + v. */
+typedef struct CgLayout {
+  int64_t len;
+  int vec, reps, slots;
+  int partial;       /* the repeat held by only some lanes, or -1 */
+  int partial_lanes; /* lanes below this hold the partial repeat */
+  CgOperand base32;  /* lane*VEC as i32 (b32), and as i64 when asked for */
+  CgOperand base64;
+  CgOperand slot_ok; /* pred: this lane holds the partial repeat */
+  CgOperand guard;   /* per instance: slot_ok and the instance's validity */
+} CgLayout;
+
+/* Threads of a CTA of `threads` per instance whose longest tile has
+ * `longest` elements in `vectors` vectors (both backends use it). */
+int cg_group_size(int threads, int64_t longest, int64_t vectors, bool packable);
+/* The geometry of c, once the longest tile and its VEC are known. */
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec);
+/* Element offset of slot k within the instance's tile, relative to lane*VEC. */
 int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot);
 /* The predicate guarding repeat j of layout l in this instance (or true). */
 CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat);
+/* Thread indices, layout bases, the reduction levels' addresses, and the
+ * head of the instance loop. */
+void cg_geometry_prologue(CgCtx *c);
+/* The instance loop: its label and per-instance index and guards; its end. */
+void cg_instance_start(CgCtx *c);
+void cg_instance_end(CgCtx *c);
+
+/* ------------------------------------------------------------ layout.c */
+
+/* CTAs per SM asked of ptxas (.minnctapersm, capping registers per thread),
+ * or 0 for no request. */
+int cg_min_ctas_per_sm(const CgCtx *c);
+/* VEC and repeats per tile length, after the geometry. */
+tj_status cg_plan_layout(CgCtx *c);
+CgLayout *cg_layout_of(CgCtx *c, int value);
 
 /* ------------------------------------------------------------ reduce.c */
 
@@ -181,8 +220,20 @@ typedef struct CgSite {
   int8_t extra_barrier; /* a bar.sync first, because both regions may be read */
 } CgSite;
 
+/* Shared memory of cross-warp reductions: two regions of `region` bytes. */
+typedef struct CgShared {
+  bool used;
+  int region;           /* bytes per region */
+  CgOperand write, read; /* b32 addresses: this warp's partial; its group's first */
+  CgOperand lane0;      /* pred: lane 0 of its warp */
+} CgShared;
+
+/* Whether reductions combine across this level in c's geometry. */
+bool cg_level_used(const CgCtx *c, CgLevel level);
 /* Plans regions and barriers of cross-warp reductions (per instruction). */
 tj_status cg_plan_barriers(CgCtx *c);
+/* Addresses the levels in use need, in the kernel's prologue. */
+void cg_reduce_prologue(CgCtx *c);
 void cg_lower_reduce(CgCtx *c, int inst);
 
 /* ------------------------------------------------------------ memory.c */
@@ -254,29 +305,31 @@ struct CgCtx {
   CgFacts facts;
   CgVal *vals;
   CgSite *sites; /* per instruction */
-  /* The grid: T threads; G threads per program instance; P instances. */
-  int threads, warps, group, programs;
+  CgGeometry geo;
   CgLayout layouts[CG_MAX_LAYOUTS];
   int nlayouts;
-  /* Per-thread registers set in the prologue and per instance. */
-  CgOperand tid, lane, group_index, lane0, count;
-  CgOperand inst, inst_valid, pid, nprog;
-  CgOperand smem_write, smem_read; /* b32 shared addresses (region 0) */
-  int smem_region;                 /* bytes per region; 0 = no shared memory */
-  bool smem_used;
+  CgShared shared;
 };
+
+/* The whole kernel: prologue, instance loop, body, epilogue. */
+void cg_lower_kernel(CgCtx *c);
+
+/* ------------------------------------------------------------- values.c */
 
 tj_status cg_fail(CgCtx *c, tj_status st, const char *fmt, ...) TJ_PRINTF(3, 4);
 bool cg_ok(const CgCtx *c);
 CgOperand cg_reg_of(CgCtx *c, tj_elem e);
+tj_elem cg_elem_of(const CgCtx *c, int value);
+/* floor(log2(v)) for v >= 1. */
+int cg_log2(int64_t v);
+/* mov.<class> d, s. */
+void cg_mov(CgCtx *c, CgOperand d, CgOperand s);
 /* An operand as a register (immediates are moved into one). */
 CgOperand cg_in_reg(CgCtx *c, CgOperand o);
 /* Operand of value v at slot k: scalars and splats give their one value. */
 CgOperand cg_slot(CgCtx *c, int value, int slot);
 CgOperand cg_and_pred(CgCtx *c, CgOperand a, CgOperand b);
 CgOperand *cg_new_slots(CgCtx *c, int count);
-/* The whole kernel: prologue, instance loop, body, epilogue. */
-void cg_lower_kernel(CgCtx *c);
 
 /* ------------------------------------------------------------- ptxas.c */
 

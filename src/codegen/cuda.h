@@ -1,8 +1,8 @@
 /*
  * cuda.h — the internal header of tilejit's second backend: IR -> CUDA C ->
  * NVRTC -> PTX. It sits beside the direct PTX generator in src/codegen and
- * shares nothing with it but the IR (src/ir/ir.h) and the kernel ABI of
- * tilejit.h.
+ * shares with it the IR (src/ir/ir.h), the kernel ABI of tilejit.h and the
+ * geometry's choice of threads per instance (cg_group_size, geometry.c).
  *
  * Sections below follow the files that define them:
  *   cuda_ops.c   the op -> CUDA C pattern table and element type names

@@ -5,9 +5,11 @@
  * number of program instances, with CTAs striding over instances.
  *
  * The mapping is deliberately simple. A program instance runs on a group of
- * G threads: the whole CTA (T = 32*NUM_WARPS threads) when the widest tile
- * has at least T elements, otherwise the tile's width rounded up to a power of
- * two and capped at one warp, with T/G instances per CTA. A tile of L
+ * G threads of a CTA of T = 32*NUM_WARPS, chosen by the geometry's rule
+ * that the PTX backend uses too (cg_group_size, codegen/geometry.c): rows
+ * of up to 1024 elements take a lane group of up to one warp, longer ones
+ * the whole CTA, with T/G instances per CTA. Clusters and grid-wide splits
+ * are the PTX backend's alone (TJ_ERR_UNSUPPORTED here). A tile of L
  * elements is a local array of E = ceil(L/G) slots per thread, slot j of rank
  * r holding element j*G + r; every access uses a constant j inside an
  * unrolled loop, so tiles stay in registers. Slots past L are padding: loads,
@@ -15,6 +17,7 @@
  * the group, identically. Each IR instruction becomes one line (or one slot
  * loop) of C, so the text follows the IR and is deterministic.
  */
+#include "codegen/codegen.h"
 #include "codegen/cuda.h"
 
 #include <math.h>
@@ -371,9 +374,8 @@ static tj_status choose_layout(Emit *e, tj_spec *s) {
     if (is_tile(e, v) && len_of(e, v) > widest) widest = len_of(e, v);
   for (int i = 0; i < e->p->ninsts; i++)
     reduces |= e->p->insts[i].op == TJ_OP_REDUCE_MAX || e->p->insts[i].op == TJ_OP_REDUCE_SUM;
-  int64_t width = tj_next_pow2(widest);
   e->threads = 32 * s->num_warps;
-  e->group = width >= e->threads ? e->threads : (int)(width < 32 ? width : 32);
+  e->group = cg_group_size(e->threads, widest, widest, true);
   e->programs = e->threads / e->group;
   e->scratch = reduces && e->group > 32;
   if (slots_of(e, widest) > CG_CUDA_MAX_SLOTS) {
@@ -403,9 +405,9 @@ static void emit_header(Emit *e, const tj_spec *s) {
 static void fill_info(const Emit *e, int arch, const char *entry, tj_kernel_info *info) {
   memset(info, 0, sizeof *info);
   snprintf(info->entry, sizeof info->entry, "%s", entry);
-  info->threads = e->threads;
-  info->programs_per_cta = e->programs;
-  info->shared_bytes = e->scratch ? 4 * (e->threads / 32) : 0;
+  info->shape.threads = e->threads;
+  info->shape.programs_per_cta = e->programs;
+  info->shape.shared_bytes = e->scratch ? 4 * (e->threads / 32) : 0;
   info->arch = arch;
   info->ptx_version = 0; /* NVRTC chooses it; tj_nvrtc_ptx reads it back */
   info->param_count = e->p->nparams;

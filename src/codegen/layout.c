@@ -1,19 +1,11 @@
 /*
- * layout.c — how tiles are spread over the threads of a CTA.
+ * layout.c — the layout of each tile length over the geometry's threads.
  *
- * A CTA has T = 32 * num_warps threads. A program instance (a row) gets a
- * lane group of G threads, so P = T / G instances run side by side:
- *
- *   - rows of up to 1024 elements stay inside one warp: G = the number of
- *     vectors in the row, at most 32 lanes (1, 2, 4, ..., 32), and no shared
- *     memory or barrier is ever needed;
- *   - longer rows spread over min(T, vectors) threads, whole warps.
- *   - when a loop that holds a reduction has bounds that differ between
- *     instances, instances do not share a CTA at all (G = T), so that every
- *     shfl.sync and bar.sync is reached by all threads the same number of times.
- *
- * Within its group, thread t owns VEC contiguous elements at t*VEC + j*G*VEC
- * for each repeat j < R, so a warp's accesses are coalesced vectors. VEC is
+ * geometry.c says which threads hold an instance's tiles: span of them, each
+ * with its index `lane`. Here each tile length gets its vector width and
+ * repeats: thread `lane` owns VEC contiguous elements at lane*VEC +
+ * j*span*VEC for each repeat j < R, so a warp's accesses are coalesced
+ * vectors. VEC is
  * min(16, ALIGN) bytes of the narrowest element moved by memory ops on tiles
  * of that length (4 for f32, 8 for f16/bf16 at ALIGN 16), provided that at
  * least one of them is provably contiguous and aligned; otherwise 1. VEC
@@ -21,7 +13,8 @@
  * wholly outside. A repeat that only some lanes hold is guarded by a
  * predicate (slot_ok).
  *
- * Also here: the default num_warps table (see cg_default_num_warps).
+ * Also here: the default num_warps table (tj_default_num_warps) and the
+ * occupancy request (.minnctapersm).
  */
 #include "codegen/codegen.h"
 
@@ -40,18 +33,12 @@
  * Every default specialization of the softmax templates assembles with no
  * spill and no local memory (checked by tests/test_ptxas_sweep.c).
  */
-int cg_default_num_warps(int64_t block, tj_dtype dtype) {
+int tj_default_num_warps(int64_t block, tj_dtype dtype) {
   (void)dtype;
   if (block <= 2048) return 4;
   if (block <= 4096) return 8;
   if (block <= 16384) return 16;
   return 32;
-}
-
-static int64_t pow2_ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
 }
 
 static int64_t low_bit(int64_t v) { return v & -v; }
@@ -115,33 +102,26 @@ static void choose_vec(CgCtx *c, int layout) {
   c->layouts[layout].vec = contiguous ? vec : 1;
 }
 
-static void choose_group(CgCtx *c) {
-  int64_t longest = 1;
-  int vec = 1;
+/* The longest tile and its VEC: they decide how many threads an instance takes. */
+static void longest_tile(const CgCtx *c, int64_t *longest, int *vec) {
+  *longest = 1;
+  *vec = 1;
   for (int i = 0; i < c->nlayouts; i++)
-    if (c->layouts[i].len > longest) {
-      longest = c->layouts[i].len;
-      vec = c->layouts[i].vec;
+    if (c->layouts[i].len > *longest) {
+      *longest = c->layouts[i].len;
+      *vec = c->layouts[i].vec;
     }
-  int64_t vectors = pow2_ceil((longest + vec - 1) / vec);
-  int64_t group = c->threads;
-  if (c->facts.packable && longest <= CG_WARP_ROW_MAX)
-    group = vectors < 32 ? vectors : 32;
-  else if (c->facts.packable && vectors < c->threads)
-    group = vectors < 32 ? 32 : vectors;
-  c->group = (int)group;
-  c->programs = c->threads / c->group;
 }
 
 static tj_status shape_layout(CgCtx *c, CgLayout *l) {
-  int64_t span = (int64_t)c->group * l->vec;
+  int64_t span = c->geo.span * l->vec;
   int64_t reps = (l->len + span - 1) / span;
   if (reps * l->vec > CG_MAX_SLOTS)
     return cg_fail(
         c, TJ_ERR_UNSUPPORTED,
         "codegen: a tile of %lld elements needs %lld per thread with %d warps (at most %d); "
         "use more warps or a smaller BLOCK",
-        (long long)l->len, (long long)(reps * l->vec), c->warps, CG_MAX_SLOTS);
+        (long long)l->len, (long long)(reps * l->vec), c->geo.warps, CG_MAX_SLOTS);
   l->reps = (int)reps;
   l->slots = l->reps * l->vec;
   l->partial = l->len % span ? l->reps - 1 : -1;
@@ -151,25 +131,18 @@ static tj_status shape_layout(CgCtx *c, CgLayout *l) {
 }
 
 tj_status cg_plan_layout(CgCtx *c) {
-  c->warps = c->spec->num_warps;
-  c->threads = 32 * c->warps;
   tj_status st = collect_lengths(c);
   if (st != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts; i++) choose_vec(c, i);
-  choose_group(c);
+  int64_t longest;
+  int vec;
+  longest_tile(c, &longest, &vec);
+  if ((st = cg_plan_geometry(c, longest, vec)) != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
   return st;
 }
 
 CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].layout]; }
-
-int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot) {
-  return (int64_t)(slot / l->vec) * c->group * l->vec + slot % l->vec;
-}
-
-CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat) {
-  return repeat == l->partial ? l->guard : c->inst_valid;
-}
 
 /*
  * Occupancy. Left alone, ptxas spends registers freely (a softmax row of 32
@@ -190,9 +163,10 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
     if (in->op == TJ_OP_LOAD && c->p->types[in->result].shape == TJ_TILE)
       loaded += c->layouts[c->vals[in->result].layout].slots;
   }
-  int need = (loaded > 0 ? loaded : 1) + (c->programs > 1 ? 24 : 18);
+  int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18);
   const CgArch *a = cg_arch_find(c->arch);
-  int k = 65536 / (c->threads * need), most = a ? a->threads_per_sm / c->threads : 1;
+  int threads = c->geo.threads;
+  int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;
   if (k > most) k = most;
   return k >= 2 ? k : 0;
 }

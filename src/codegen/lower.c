@@ -23,70 +23,9 @@
  */
 #include "codegen/codegen.h"
 
-#include <stdio.h>
+static tj_elem elem_of(const CgCtx *c, int value) { return cg_elem_of(c, value); }
 
-tj_status cg_fail(CgCtx *c, tj_status st, const char *fmt, ...) {
-  if (c->status != TJ_OK) return c->status;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->spec->error, TJ_ERROR_MAX, fmt, ap);
-  va_end(ap);
-  c->status = st;
-  return st;
-}
-
-bool cg_ok(const CgCtx *c) { return c->status == TJ_OK && !c->em.body.oom; }
-
-CgOperand cg_reg_of(CgCtx *c, tj_elem e) { return cg_reg(&c->em, cg_elem_class(e)); }
-
-static const char *mov_type(CgClass cls) {
-  static const char *const names[CG_CLASS_COUNT] = {"pred", "b16", "b32", "b64", "f32"};
-  return names[cls];
-}
-
-static void mov(CgCtx *c, CgOperand d, CgOperand s) {
-  cg_line(&c->em, "mov.%s %s, %s;", mov_type((CgClass)d.cls), CG_N(d), CG_N(s));
-}
-
-CgOperand cg_in_reg(CgCtx *c, CgOperand o) {
-  if (!o.imm || o.cls == CG_PRED) return o;
-  CgOperand d = cg_reg(&c->em, (CgClass)o.cls);
-  mov(c, d, o);
-  return d;
-}
-
-CgOperand *cg_new_slots(CgCtx *c, int count) {
-  CgOperand *s = cg_arena_alloc(&c->arena, sizeof *s * (size_t)(count > 0 ? count : 1));
-  if (!s) cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
-  return s;
-}
-
-CgOperand cg_slot(CgCtx *c, int value, int slot) {
-  const CgVal *v = &c->vals[value];
-  if ((v->form == CG_FORM_SLOTS || v->form == CG_FORM_AFFINE) && v->slots) return v->slots[slot];
-  if (v->form == CG_FORM_SLOTS || v->form == CG_FORM_AFFINE)
-    cg_fail(c, TJ_ERR_UNSUPPORTED, "codegen: internal error: %%%d has no registers", value);
-  return v->op;
-}
-
-CgOperand cg_and_pred(CgCtx *c, CgOperand a, CgOperand b) {
-  if (cg_is_true(a)) return b;
-  if (cg_is_true(b) || cg_same(a, b)) return a;
-  CgOperand d = cg_reg(&c->em, CG_PRED);
-  cg_line(&c->em, "and.pred %s, %s, %s;", CG_N(d), CG_N(a), CG_N(b));
-  return d;
-}
-
-static tj_elem elem_of(const CgCtx *c, int value) { return (tj_elem)c->p->types[value].elem; }
-
-static int log2i(int64_t v) {
-  int n = 0;
-  while (v > 1) {
-    v >>= 1;
-    n++;
-  }
-  return n;
-}
+static void mov(CgCtx *c, CgOperand d, CgOperand s) { cg_mov(c, d, s); }
 
 /* ---- sources -------------------------------------------------------------- */
 
@@ -266,7 +205,7 @@ static void lower_for(CgCtx *c, LoopStack *s, int i) {
   l->var = c->vals[in->result].op = cg_reg_of(c, l->elem);
   l->end = c->vals[in->args[1]].op;
   l->step = c->vals[in->args[2]].op;
-  l->uniform = c->programs == 1 || c->facts.uniform[in->result];
+  l->uniform = c->geo.programs == 1 || c->facts.uniform[in->result];
   mov(c, l->var, c->vals[in->args[0]].op);
   for (int k = i + 1; k < c->p->ninsts && c->p->insts[k].op == TJ_OP_ITER; k++) {
     CgVal *it = &c->vals[c->p->insts[k].result];
@@ -318,48 +257,48 @@ static void lower_endfor(CgCtx *c, LoopStack *s) {
 
 /* ---- dispatch --------------------------------------------------------------- */
 
+/* Sources, memory and control ops each have their own lowering; every
+ * elementwise op goes through lower_elementwise and the PTX table, every
+ * reduction through reduce.c. */
+static void lower_source(CgCtx *c, const IrInst *in) {
+  switch ((tj_op)in->op) {
+  case TJ_OP_PROGRAM_ID: lower_program_id(c, in, c->geo.inst); return;
+  case TJ_OP_NUM_PROGRAMS: lower_program_id(c, in, c->geo.count); return;
+  case TJ_OP_PARAM: lower_param(c, in); return;
+  case TJ_OP_CONST: lower_const(c, in); return;
+  case TJ_OP_ARANGE: lower_affine(c, in); return;
+  default: break;
+  }
+  cg_fail(c, TJ_ERR_UNSUPPORTED, "codegen: %s in a specialized program", ir_ops[in->op].name);
+}
+
+static void lower_memory(CgCtx *c, int i) {
+  switch ((tj_op)c->p->insts[i].op) {
+  case TJ_OP_PTR_ADD: cg_lower_ptr_add(c, i); return;
+  case TJ_OP_LOAD: cg_lower_load(c, i); return;
+  default: cg_lower_store(c, i); return;
+  }
+}
+
+static void lower_control(CgCtx *c, LoopStack *s, int i) {
+  const IrInst *in = &c->p->insts[i];
+  switch ((tj_op)in->op) {
+  case TJ_OP_FOR: lower_for(c, s, i); return;
+  case TJ_OP_ITER: return; /* set up by its for */
+  case TJ_OP_YIELD: s->yielded[in->args[0]] = c->vals[in->args[1]].op; return;
+  default: lower_endfor(c, s); return;
+  }
+}
+
 static void lower_inst(CgCtx *c, LoopStack *s, int i) {
   const IrInst *in = &c->p->insts[i];
   if (in->op != TJ_OP_CONST && in->op != TJ_OP_YIELD && in->op != TJ_OP_ITER) annotate(c, i);
-  switch ((tj_op)in->op) {
-  case TJ_OP_PROGRAM_ID: lower_program_id(c, in, c->inst); break;
-  case TJ_OP_NUM_PROGRAMS: lower_program_id(c, in, c->count); break;
-  case TJ_OP_PARAM: lower_param(c, in); break;
-  case TJ_OP_CONST: lower_const(c, in); break;
-  case TJ_OP_ARANGE: lower_affine(c, in); break;
-  case TJ_OP_ADD:
-  case TJ_OP_SUB:
-  case TJ_OP_MUL:
-  case TJ_OP_DIV:
-  case TJ_OP_MAX:
-  case TJ_OP_MIN:
-  case TJ_OP_NEG:
-  case TJ_OP_EXP:
-  case TJ_OP_EXP2:
-  case TJ_OP_LOG:
-  case TJ_OP_LT:
-  case TJ_OP_LE:
-  case TJ_OP_GT:
-  case TJ_OP_GE:
-  case TJ_OP_EQ:
-  case TJ_OP_NE:
-  case TJ_OP_AND:
-  case TJ_OP_OR:
-  case TJ_OP_SELECT:
-  case TJ_OP_CAST: lower_elementwise(c, in); break;
-  case TJ_OP_PTR_ADD: cg_lower_ptr_add(c, i); break;
-  case TJ_OP_LOAD: cg_lower_load(c, i); break;
-  case TJ_OP_STORE: cg_lower_store(c, i); break;
-  case TJ_OP_REDUCE_MAX:
-  case TJ_OP_REDUCE_SUM: cg_lower_reduce(c, i); break;
-  case TJ_OP_FOR: lower_for(c, s, i); break;
-  case TJ_OP_ITER: break; /* set up by its for */
-  case TJ_OP_YIELD: s->yielded[in->args[0]] = c->vals[in->args[1]].op; break;
-  case TJ_OP_ENDFOR: lower_endfor(c, s); break;
-  case TJ_OP_CONSTEXPR:
-  case TJ_OP_COUNT:
-    cg_fail(c, TJ_ERR_UNSUPPORTED, "codegen: %s in a specialized program", ir_ops[in->op].name);
-    break;
+  switch (ir_ops[in->op].kind) {
+  case KIND_SOURCE: lower_source(c, in); break;
+  case KIND_ELEMENTWISE: lower_elementwise(c, in); break;
+  case KIND_MEMORY: lower_memory(c, i); break;
+  case KIND_REDUCE: cg_lower_reduce(c, i); break;
+  case KIND_CONTROL: lower_control(c, s, i); break;
   }
 }
 
@@ -373,124 +312,6 @@ static bool hoisted(const CgCtx *c, int i) {
   return f == CG_FORM_SCALAR || f == CG_FORM_POINTER || f == CG_FORM_SPLAT;
 }
 
-static void thread_indices(CgCtx *c) {
-  CgEmit *e = &c->em;
-  c->tid = cg_reg(e, CG_B32);
-  cg_line(e, "mov.u32 %s, %%tid.x;", CG_N(c->tid));
-  c->lane = c->tid;
-  c->group_index = cg_imm_int(CG_B32, 0);
-  if (c->programs == 1) return;
-  c->lane = cg_reg(e, CG_B32);
-  c->group_index = cg_reg(e, CG_B32);
-  cg_line(e, "and.b32 %s, %s, %d;", CG_N(c->lane), CG_N(c->tid), c->group - 1);
-  cg_line(e, "shr.u32 %s, %s, %d;", CG_N(c->group_index), CG_N(c->tid), log2i(c->group));
-}
-
-static bool has_wide_tile(const CgCtx *c, int layout) {
-  for (int v = 0; v < c->p->nvalues; v++)
-    if (c->p->types[v].shape == TJ_TILE && c->p->types[v].elem == TJ_I64 &&
-        c->vals[v].layout == layout)
-      return true;
-  return false;
-}
-
-static void layout_bases(CgCtx *c) {
-  for (int i = 0; i < c->nlayouts; i++) {
-    CgLayout *l = &c->layouts[i];
-    l->base32 = c->lane;
-    if (l->vec > 1) {
-      l->base32 = cg_reg(&c->em, CG_B32);
-      cg_line(&c->em, "shl.b32 %s, %s, %d;", CG_N(l->base32), CG_N(c->lane), log2i(l->vec));
-    }
-    if (has_wide_tile(c, i)) {
-      l->base64 = cg_reg(&c->em, CG_B64);
-      cg_line(&c->em, "cvt.u64.u32 %s, %s;", CG_N(l->base64), CG_N(l->base32));
-    }
-    if (l->partial < 0) continue;
-    l->slot_ok = cg_reg(&c->em, CG_PRED);
-    cg_line(&c->em, "setp.lt.u32 %s, %s, %d;", CG_N(l->slot_ok), CG_N(c->lane), l->partial_lanes);
-  }
-}
-
-/* Shared-memory addresses of cross-warp reductions: where this warp writes
- * its partial, and where its group's partials start. */
-static bool has_reduction(const CgCtx *c) {
-  for (int i = 0; i < c->p->ninsts; i++)
-    if (c->p->insts[i].op == TJ_OP_REDUCE_MAX || c->p->insts[i].op == TJ_OP_REDUCE_SUM) return true;
-  return false;
-}
-
-static void shared_addresses(CgCtx *c) {
-  if (c->group <= 32 || !has_reduction(c)) return;
-  c->smem_used = true;
-  CgEmit *e = &c->em;
-  CgOperand base = cg_reg(e, CG_B32), lane = cg_reg(e, CG_B32);
-  c->smem_region = ((c->warps * 4) + 15) / 16 * 16;
-  cg_line(e, "mov.u32 %s, tj_smem;", CG_N(base));
-  cg_line(e, "and.b32 %s, %s, 31;", CG_N(lane), CG_N(c->tid));
-  c->lane0 = cg_reg(e, CG_PRED);
-  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(c->lane0), CG_N(lane));
-  CgOperand warp = cg_reg(e, CG_B32);
-  cg_line(e, "shr.u32 %s, %s, 3;", CG_N(warp), CG_N(c->tid));
-  cg_line(e, "and.b32 %s, %s, -4;", CG_N(warp), CG_N(warp));
-  c->smem_write = cg_reg(e, CG_B32);
-  cg_line(e, "add.s32 %s, %s, %s;", CG_N(c->smem_write), CG_N(base), CG_N(warp));
-  c->smem_read = base;
-  if (c->programs == 1) return;
-  CgOperand offset = cg_reg(e, CG_B32);
-  c->smem_read = cg_reg(e, CG_B32);
-  cg_line(e, "shl.b32 %s, %s, %d;", CG_N(offset), CG_N(c->group_index), log2i(c->group / 32) + 2);
-  cg_line(e, "add.s32 %s, %s, %s;", CG_N(c->smem_read), CG_N(base), CG_N(offset));
-}
-
-/* The grid-stride loop's head: the CTA's first instance and its stride. */
-static void instance_loop_head(CgCtx *c, CgOperand *first, CgOperand *stride) {
-  CgEmit *e = &c->em;
-  CgOperand cta = cg_reg(e, CG_B32), ctas = cg_reg(e, CG_B32), done = cg_reg(e, CG_PRED);
-  c->count = cg_reg(e, CG_B64);
-  *first = cg_reg(e, CG_B64);
-  *stride = cg_reg(e, CG_B64);
-  cg_line(e, "ld.param.u64 %s, [tj_programs];", CG_N(c->count));
-  cg_line(e, "mov.u32 %s, %%ctaid.x;", CG_N(cta));
-  cg_line(e, "mov.u32 %s, %%nctaid.x;", CG_N(ctas));
-  if (c->programs == 1) {
-    cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(*first), CG_N(cta));
-    cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(*stride), CG_N(ctas));
-  } else {
-    cg_line(e, "mul.wide.u32 %s, %s, %d;", CG_N(*first), CG_N(cta), c->programs);
-    cg_line(e, "mul.wide.u32 %s, %s, %d;", CG_N(*stride), CG_N(ctas), c->programs);
-  }
-  cg_line(e, "setp.ge.u64 %s, %s, %s;", CG_N(done), CG_N(*first), CG_N(c->count));
-  cg_line(e, "@%s bra.uni $Ldone;", CG_N(done));
-}
-
-/* Per instance: its index, its validity, and each layout's guard. */
-static void instance_start(CgCtx *c, CgOperand first, CgOperand group64) {
-  CgEmit *e = &c->em;
-  cg_raw(e, "$Linst:\n");
-  c->inst = first;
-  c->inst_valid = cg_true();
-  if (c->programs > 1) {
-    c->inst = cg_reg(e, CG_B64);
-    c->inst_valid = cg_reg(e, CG_PRED);
-    cg_line(e, "add.s64 %s, %s, %s;", CG_N(c->inst), CG_N(first), CG_N(group64));
-    cg_line(e, "setp.lt.u64 %s, %s, %s;", CG_N(c->inst_valid), CG_N(c->inst), CG_N(c->count));
-  }
-  for (int i = 0; i < c->nlayouts; i++) {
-    CgLayout *l = &c->layouts[i];
-    if (l->partial >= 0) l->guard = cg_and_pred(c, l->slot_ok, c->inst_valid);
-  }
-}
-
-static void instance_end(CgCtx *c, CgOperand first, CgOperand stride) {
-  CgOperand more = cg_reg(&c->em, CG_PRED);
-  cg_line(&c->em, "add.s64 %s, %s, %s;", CG_N(first), CG_N(first), CG_N(stride));
-  cg_line(&c->em, "setp.lt.u64 %s, %s, %s;", CG_N(more), CG_N(first), CG_N(c->count));
-  cg_line(&c->em, "@%s bra.uni $Linst;", CG_N(more));
-  cg_raw(&c->em, "$Ldone:\n");
-  cg_line(&c->em, "ret;");
-}
-
 void cg_lower_kernel(CgCtx *c) {
   LoopStack *s = cg_arena_alloc(&c->arena, sizeof *s);
   if (s) s->yielded = cg_arena_alloc(&c->arena, sizeof *s->yielded * ((size_t)c->p->nvalues + 1));
@@ -498,19 +319,11 @@ void cg_lower_kernel(CgCtx *c) {
     cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
     return;
   }
-  CgOperand first, stride, group64 = cg_imm_int(CG_B64, 0);
-  thread_indices(c);
-  layout_bases(c);
-  shared_addresses(c);
-  if (c->programs > 1) {
-    group64 = cg_reg(&c->em, CG_B64);
-    cg_line(&c->em, "cvt.u64.u32 %s, %s;", CG_N(group64), CG_N(c->group_index));
-  }
-  instance_loop_head(c, &first, &stride);
+  cg_geometry_prologue(c);
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++)
     if (hoisted(c, i)) lower_inst(c, s, i);
-  instance_start(c, first, group64);
+  cg_instance_start(c);
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++)
     if (!hoisted(c, i)) lower_inst(c, s, i);
-  instance_end(c, first, stride);
+  cg_instance_end(c);
 }

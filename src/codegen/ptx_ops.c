@@ -34,26 +34,57 @@
  */
 #include "codegen/codegen.h"
 
+/*
+ * One PTX_<OP> line per op of TJ_OP_LIST, expanded into cg_op_text below:
+ * adding an op to the list without a line here stops the build. Columns:
+ * how lower.c treats it, then the instruction for f32, i32, i64 and pred
+ * operands (NULL: no such form). SPECIAL ops are written by hand (lower.c,
+ * memory.c, reduce.c, and exp, log, select and cast below).
+ */
 #define REG CG_LOWER_REGULAR
 #define CMP CG_LOWER_COMPARE
+#define SPECIAL {CG_LOWER_SPECIAL, NULL, NULL, NULL, NULL}
+
+#define PTX_PROGRAM_ID   SPECIAL
+#define PTX_NUM_PROGRAMS SPECIAL
+#define PTX_PARAM        SPECIAL
+#define PTX_CONST        SPECIAL
+#define PTX_CONSTEXPR    SPECIAL
+#define PTX_ARANGE       SPECIAL
+#define PTX_ADD          {REG, "add.rn.f32", "add.s32", "add.s64", NULL}
+#define PTX_SUB          {REG, "sub.rn.f32", "sub.s32", "sub.s64", NULL}
+#define PTX_MUL          {REG, "mul.rn.f32", "mul.lo.s32", "mul.lo.s64", NULL}
+#define PTX_DIV          {REG, "div.rn.f32", NULL, NULL, NULL}
+#define PTX_MAX          {REG, "max.f32", "max.s32", "max.s64", NULL}
+#define PTX_MIN          {REG, "min.f32", "min.s32", "min.s64", NULL}
+#define PTX_NEG          {REG, "neg.f32", "neg.s32", "neg.s64", NULL}
+#define PTX_EXP          SPECIAL
+#define PTX_EXP2         {REG, "ex2.approx.ftz.f32", NULL, NULL, NULL}
+#define PTX_LOG          SPECIAL
+#define PTX_LT           {CMP, "lt", "lt", "lt", NULL}
+#define PTX_LE           {CMP, "le", "le", "le", NULL}
+#define PTX_GT           {CMP, "gt", "gt", "gt", NULL}
+#define PTX_GE           {CMP, "ge", "ge", "ge", NULL}
+#define PTX_EQ           {CMP, "eq", "eq", "eq", NULL}
+#define PTX_NE           {CMP, "neu", "ne", "ne", NULL}
+#define PTX_AND          {REG, NULL, NULL, NULL, "and.pred"}
+#define PTX_OR           {REG, NULL, NULL, NULL, "or.pred"}
+#define PTX_SELECT       SPECIAL
+#define PTX_CAST         SPECIAL
+#define PTX_PTR_ADD      SPECIAL
+#define PTX_LOAD         SPECIAL
+#define PTX_STORE        SPECIAL
+#define PTX_REDUCE_MAX   SPECIAL
+#define PTX_REDUCE_SUM   SPECIAL
+#define PTX_FOR          SPECIAL
+#define PTX_ITER         SPECIAL
+#define PTX_YIELD        SPECIAL
+#define PTX_ENDFOR       SPECIAL
 
 const CgOpText cg_op_text[TJ_OP_COUNT] = {
-    [TJ_OP_ADD] = {REG, "add.rn.f32", "add.s32", "add.s64", NULL},
-    [TJ_OP_SUB] = {REG, "sub.rn.f32", "sub.s32", "sub.s64", NULL},
-    [TJ_OP_MUL] = {REG, "mul.rn.f32", "mul.lo.s32", "mul.lo.s64", NULL},
-    [TJ_OP_DIV] = {REG, "div.rn.f32", NULL, NULL, NULL},
-    [TJ_OP_MAX] = {REG, "max.f32", "max.s32", "max.s64", NULL},
-    [TJ_OP_MIN] = {REG, "min.f32", "min.s32", "min.s64", NULL},
-    [TJ_OP_NEG] = {REG, "neg.f32", "neg.s32", "neg.s64", NULL},
-    [TJ_OP_EXP2] = {REG, "ex2.approx.ftz.f32", NULL, NULL, NULL},
-    [TJ_OP_LT] = {CMP, "lt", "lt", "lt", NULL},
-    [TJ_OP_LE] = {CMP, "le", "le", "le", NULL},
-    [TJ_OP_GT] = {CMP, "gt", "gt", "gt", NULL},
-    [TJ_OP_GE] = {CMP, "ge", "ge", "ge", NULL},
-    [TJ_OP_EQ] = {CMP, "eq", "eq", "eq", NULL},
-    [TJ_OP_NE] = {CMP, "neu", "ne", "ne", NULL},
-    [TJ_OP_AND] = {REG, NULL, NULL, NULL, "and.pred"},
-    [TJ_OP_OR] = {REG, NULL, NULL, NULL, "or.pred"},
+#define PTX_TEXT(op, text, lo, hi, kind, rule, doc) [TJ_OP_##op] = PTX_##op,
+    TJ_OP_LIST(PTX_TEXT)
+#undef PTX_TEXT
 };
 _Static_assert(TJ_COUNTOF(cg_op_text) == TJ_OP_COUNT, "one PTX table line per op");
 

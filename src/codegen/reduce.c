@@ -1,6 +1,7 @@
 /*
- * reduce.c — reductions of a tile to a scalar, in up to three levels, each
- * only where the layout needs it:
+ * reduce.c — reductions of a tile to a scalar, level by level along the
+ * geometry's chain (geometry.c), each level only where the tile spreads
+ * over it. Every level has one combiner function, in the table `levels`:
  *
  *   1. within a thread: a pairwise tree over its slots (independent adds
  *      and maxes, not one long chain); a slot outside the tile (a partial
@@ -17,7 +18,8 @@
  *      of each warp stores its partial in shared memory, bar.sync, and every
  *      thread reads its group's partials and combines them in the same order.
  *
- * Level 3 uses two shared-memory regions. A region may be written again only
+ * Level 1 is within_thread; the others are in `levels`. Level 3 uses two
+ * shared-memory regions. A region may be written again only
  * after a barrier that follows every read of it; cg_plan_barriers walks the
  * program (loops to a fixpoint, the loop over instances included) and picks
  * for each reduction a region nobody may still be reading, adding a barrier
@@ -73,7 +75,7 @@ static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
 tj_status cg_plan_barriers(CgCtx *c) {
   c->sites = cg_arena_alloc(&c->arena, sizeof *c->sites * ((size_t)c->p->ninsts + 1));
   if (!c->sites) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
-  if (c->group > 32) loop(c, 0, c->p->ninsts, 0);
+  if (c->geo.group > 32) loop(c, 0, c->p->ninsts, 0);
   return TJ_OK;
 }
 
@@ -110,8 +112,12 @@ static CgOperand within_thread(CgCtx *c, const IrInst *in, tj_elem elem) {
   return x;
 }
 
-static CgOperand across_lanes(CgCtx *c, tj_op op, tj_elem elem, CgOperand x) {
-  int lanes = c->group < 32 ? c->group : 32;
+/* ---- the levels --------------------------------------------------------------- */
+
+/* Lanes: a butterfly over the lanes of a group, or of each warp. */
+static CgOperand across_lanes(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
+  tj_op op = (tj_op)c->p->insts[inst].op;
+  int lanes = c->geo.group < 32 ? c->geo.group : 32;
   for (int offset = lanes / 2; offset >= 1; offset /= 2) {
     x = cg_in_reg(c, x);
     CgOperand t = cg_reg_of(c, elem);
@@ -121,14 +127,17 @@ static CgOperand across_lanes(CgCtx *c, tj_op op, tj_elem elem, CgOperand x) {
   return x;
 }
 
+/* Warps: lane 0 of each warp stores its partial, bar.sync, every thread
+ * reads its group's partials (4 at a time) and combines them in order. */
 static CgOperand across_warps(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
   const CgSite *s = &c->sites[inst];
-  int warps = c->group / 32, at = s->region * c->smem_region;
+  const CgShared *sh = &c->shared;
+  int warps = c->geo.group / 32, at = s->region * sh->region;
   const char *type = elem == TJ_F32 ? "f32" : "b32";
   CgOperand v[32];
   if (s->extra_barrier) cg_line(&c->em, "bar.sync 0;");
   x = cg_in_reg(c, x);
-  cg_line(&c->em, "@%s st.shared.%s %s, %s;", CG_N(c->lane0), type, cg_address(c->smem_write, at).s,
+  cg_line(&c->em, "@%s st.shared.%s %s, %s;", CG_N(sh->lane0), type, cg_address(sh->write, at).s,
           CG_N(x));
   cg_line(&c->em, "bar.sync 0;");
   for (int w = 0; w < warps;) {
@@ -140,21 +149,80 @@ static CgOperand across_warps(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
       snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", CG_N(v[w + i]));
     }
     if (n == 1)
-      cg_line(&c->em, "ld.shared.%s %s, %s;", type, list, cg_address(c->smem_read, at + 4 * w).s);
+      cg_line(&c->em, "ld.shared.%s %s, %s;", type, list, cg_address(sh->read, at + 4 * w).s);
     else
       cg_line(&c->em, "ld.shared.v%d.%s {%s}, %s;", n, type, list,
-              cg_address(c->smem_read, at + 4 * w).s);
+              cg_address(sh->read, at + 4 * w).s);
     w += n;
   }
   return tree(c, (tj_op)c->p->insts[inst].op, elem, v, warps);
 }
 
+typedef CgOperand (*CombineLevel)(CgCtx *c, int inst, tj_elem elem, CgOperand x);
+
+static const struct {
+  CgLevel level;
+  CombineLevel combine;
+} levels[] = {
+    {CG_LEVEL_LANE, across_lanes},
+    {CG_LEVEL_WARP, across_warps},
+};
+
+/* Shared-memory addresses of cross-warp reductions: where this warp writes
+ * its partial, and where its group's partials start. */
+static bool has_reduction(const CgCtx *c) {
+  for (int i = 0; i < c->p->ninsts; i++)
+    if (is_reduce(&c->p->insts[i])) return true;
+  return false;
+}
+
+static void warp_addresses(CgCtx *c) {
+  const CgGeometry *g = &c->geo;
+  CgShared *sh = &c->shared;
+  CgEmit *e = &c->em;
+  CgOperand base = cg_reg(e, CG_B32), lane = cg_reg(e, CG_B32);
+  sh->used = true;
+  sh->region = ((g->warps * 4) + 15) / 16 * 16;
+  cg_line(e, "mov.u32 %s, tj_smem;", CG_N(base));
+  cg_line(e, "and.b32 %s, %s, 31;", CG_N(lane), CG_N(g->tid));
+  sh->lane0 = cg_reg(e, CG_PRED);
+  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(sh->lane0), CG_N(lane));
+  CgOperand warp = cg_reg(e, CG_B32);
+  cg_line(e, "shr.u32 %s, %s, 3;", CG_N(warp), CG_N(g->tid));
+  cg_line(e, "and.b32 %s, %s, -4;", CG_N(warp), CG_N(warp));
+  sh->write = cg_reg(e, CG_B32);
+  cg_line(e, "add.s32 %s, %s, %s;", CG_N(sh->write), CG_N(base), CG_N(warp));
+  sh->read = base;
+  if (g->programs == 1) return;
+  CgOperand offset = cg_reg(e, CG_B32);
+  sh->read = cg_reg(e, CG_B32);
+  cg_line(e, "shl.b32 %s, %s, %d;", CG_N(offset), CG_N(g->group_index),
+          cg_log2(g->group / 32) + 2);
+  cg_line(e, "add.s32 %s, %s, %s;", CG_N(sh->read), CG_N(base), CG_N(offset));
+}
+
+void cg_reduce_prologue(CgCtx *c) {
+  if (!has_reduction(c)) return;
+  if (cg_level_used(c, CG_LEVEL_WARP)) warp_addresses(c);
+}
+
+bool cg_level_used(const CgCtx *c, CgLevel level) {
+  switch (level) {
+  case CG_LEVEL_LANE: return true;
+  case CG_LEVEL_WARP: return c->geo.group > 32;
+  case CG_LEVEL_CLUSTER: return c->geo.cluster > 1;
+  case CG_LEVEL_GRID: return c->geo.split > 1;
+  case CG_LEVEL_COUNT: break;
+  }
+  return false;
+}
+
 void cg_lower_reduce(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
-  tj_elem elem = (tj_elem)c->p->types[in->args[0]].elem;
+  tj_elem elem = cg_elem_of(c, in->args[0]);
   CgOperand x = within_thread(c, in, elem);
-  x = across_lanes(c, (tj_op)in->op, elem, x);
-  if (c->group > 32) x = across_warps(c, inst, elem, x);
+  for (size_t i = 0; i < TJ_COUNTOF(levels); i++)
+    if (cg_level_used(c, levels[i].level)) x = levels[i].combine(c, inst, elem, x);
   if (in->op == TJ_OP_REDUCE_MAX && elem == TJ_I32) x = cg_int_key(c, x);
   c->vals[in->result].op = x;
 }

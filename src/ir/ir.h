@@ -227,6 +227,8 @@ struct tj_spec {
   int64_t block;
   int num_warps;
   int align;
+  int cluster; /* CLUSTER, >= 1 */
+  int split;   /* SPLIT, >= 1 */
   char error[TJ_ERROR_MAX];
 };
 

@@ -19,7 +19,8 @@
  * is the only shared state, and it needs no lock. */
 static atomic_uint next_tag = 1;
 
-static const char *const builtin_names[TJ_CONST_BUILTIN_COUNT] = {"BLOCK", "NUM_WARPS", "ALIGN"};
+static const char *const builtin_names[TJ_CONST_BUILTIN_COUNT] = {"BLOCK", "NUM_WARPS", "ALIGN",
+                                                                  "CLUSTER", "SPLIT"};
 
 tj_program *ir_program_new(const char *name) {
   tj_program *p = tj_alloc(sizeof *p);

@@ -1,18 +1,16 @@
 /*
  * specialize.c — binding a program's compile-time constants. tj_specialize
- * verifies the program, binds BLOCK, NUM_WARPS, ALIGN, DTYPE and the
- * program's own constants on a copy, turns constexpr into const, replaces
+ * verifies the program, binds BLOCK, NUM_WARPS, ALIGN, CLUSTER, SPLIT, DTYPE
+ * and the program's own constants on a copy, turns constexpr into const, replaces
  * DTYPE by the storage type, and verifies the copy again.
  *
  * The result carries a key: one printable line holding tilejit's version, a
  * hash of the program's canonical text and every bound value, e.g.
- *   tilejit 0.1.0|softmax#1f2e3d4c5b6a7988|DTYPE=f32|BLOCK=1024|NUM_WARPS=4|ALIGN=16
+ *   tilejit 0.1.0|softmax#1f2e3d4c5b6a7988|DTYPE=f32|BLOCK=1024|NUM_WARPS=4|ALIGN=16|CLUSTER=1|SPLIT=1
  * and the key's 64-bit FNV-1a hash. The runtime adds arch, ISA, backend and
  * context to it to form its cache key.
  */
 #include "ir/ir.h"
-
-#include "codegen/codegen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +21,6 @@ int64_t tj_next_pow2(int64_t n) {
   while (p < n && p < ((int64_t)1 << 62)) p <<= 1;
   return p;
 }
-
-/* The default warps come from the PTX backend's table (codegen/layout.c),
- * which is chosen so that no default specialization spills. */
-int tj_default_num_warps(int64_t block, tj_dtype dtype) { return cg_default_num_warps(block, dtype); }
 
 int64_t ir_const_value(const tj_program *p, int index) { return p->consts[index].value; }
 
@@ -46,6 +40,10 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: n %lld needs a BLOCK over 2^24", (long long)o->n);
   if (o->num_warps && (!is_pow2(o->num_warps) || o->num_warps > 32))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: num_warps %d is not 1, 2, 4, 8, 16 or 32", o->num_warps);
+  if (o->cluster < 0 || o->cluster > 16)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: cluster %d is not 0 to 16", o->cluster);
+  if (o->split < 0 || o->split > 1024)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: split %d is not 0 to 1024", o->split);
   if (o->align && (!is_pow2(o->align) || o->align > 16))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: align %d is not 1, 2, 4, 8 or 16", o->align);
   if (o->binding_count < 0 || (o->binding_count > 0 && !o->bindings))
@@ -62,10 +60,14 @@ static tj_status bind_all(tj_program *p, tj_program *s, const tj_spec_options *o
   spec->block = o->block ? o->block : tj_next_pow2(o->n);
   spec->num_warps = o->num_warps ? o->num_warps : tj_default_num_warps(spec->block, o->dtype);
   spec->align = o->align ? o->align : ir_dtype_size(o->dtype);
+  spec->cluster = o->cluster ? o->cluster : 1;
+  spec->split = o->split ? o->split : 1;
   spec->dtype = o->dtype;
   bind(s, TJ_CONST_BLOCK, spec->block);
   bind(s, TJ_CONST_NUM_WARPS, spec->num_warps);
   bind(s, TJ_CONST_ALIGN, spec->align);
+  bind(s, TJ_CONST_CLUSTER, spec->cluster);
+  bind(s, TJ_CONST_SPLIT, spec->split);
   for (int i = 0; i < o->binding_count; i++) {
     const char *name = o->bindings[i].name;
     int index = name ? ir_const_find(s, name, strlen(name)) : -1;

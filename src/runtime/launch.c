@@ -18,19 +18,27 @@
 
 #include <string.h>
 
+/* The CTAs of a launch of `instances` program instances: the one place
+ * where the launch shape (tj_launch_shape) becomes a grid. */
+int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instances) {
+  const tj_launch_shape *shape = &k->report.info.shape;
+  int64_t per_cta = shape->programs_per_cta > 0 ? shape->programs_per_cta : 1;
+  int64_t ctas = instances / per_cta + (instances % per_cta != 0);
+  if (!shape->all_ctas && ctas > k->report.max_ctas) ctas = k->report.max_ctas;
+  if (ctas > ctx->info.max_grid_x) ctas = ctx->info.max_grid_x;
+  return ctas;
+}
+
 tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t *count_slot,
                     int64_t instances, void *stream) {
-  const tj_kernel_info *info = &k->report.info;
-  int64_t per_cta = info->programs_per_cta > 0 ? info->programs_per_cta : 1;
-  int64_t ctas = instances / per_cta + (instances % per_cta != 0);
-  if (!info->all_ctas && ctas > k->report.max_ctas) ctas = k->report.max_ctas;
-  if (ctas > ctx->info.max_grid_x) ctas = ctx->info.max_grid_x;
+  int64_t ctas = rt_launch_ctas(ctx, k, instances);
   *count_slot = (uint64_t)instances;
   RtBinding binding;
   tj_status st = rt_bind(ctx, &binding);
   if (st != TJ_OK) return st;
-  CuResult r = ctx->cu->cuLaunchKernel(k->function, (unsigned)ctas, 1, 1, (unsigned)info->threads,
-                                       1, 1, 0, (CuStream)stream, params, NULL);
+  CuResult r = ctx->cu->cuLaunchKernel(k->function, (unsigned)ctas, 1, 1,
+                                       (unsigned)k->report.info.shape.threads, 1, 1, 0,
+                                       (CuStream)stream, params, NULL);
   rt_unbind(ctx, &binding);
   return r == RT_CUDA_SUCCESS ? TJ_OK : rt_fail_driver(ctx, "cuLaunchKernel", r);
 }

@@ -215,20 +215,21 @@ static tj_status inspect_function(tj_context *ctx, tj_kernel *k, char *error) {
   if (!r) r = cu->cuFuncGetAttribute(&max_threads, RT_FUNC_MAX_THREADS_PER_BLOCK, k->function);
   if (!r) r = cu->cuFuncGetAttribute(&shared, RT_FUNC_SHARED_SIZE_BYTES, k->function);
   if (r != RT_CUDA_SUCCESS) return driver_fail_into(ctx, error, "cuFuncGetAttribute", r, NULL);
-  rep->info.shared_bytes = shared;
-  if (rep->info.threads < 1 || rep->info.threads > max_threads)
+  rep->info.shape.shared_bytes = shared;
+  int threads = rep->info.shape.threads;
+  if (threads < 1 || threads > max_threads)
     return fail_into(error, TJ_ERR_UNSUPPORTED,
                      "%s: %d threads per CTA, but the function allows %d (%d registers per thread)",
-                     rep->info.entry, rep->info.threads, max_threads, rep->registers);
+                     rep->info.entry, threads, max_threads, rep->registers);
   if (shared > ctx->info.max_shared_per_block)
     return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: %d bytes of shared memory, the device has %d",
                      rep->info.entry, shared, ctx->info.max_shared_per_block);
-  r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->function, rep->info.threads, 0);
+  r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->function, threads, 0);
   if (r != RT_CUDA_SUCCESS)
     return driver_fail_into(ctx, error, "cuOccupancyMaxActiveBlocksPerMultiprocessor", r, NULL);
   if (per_sm < 1)
     return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: no CTA of %d threads fits on an SM",
-                     rep->info.entry, rep->info.threads);
+                     rep->info.entry, threads);
   int64_t ctas = (int64_t)per_sm * ctx->info.sm_count;
   rep->max_ctas = (int)(ctas < ctx->info.max_grid_x ? ctas : ctx->info.max_grid_x);
   return TJ_OK;
@@ -249,7 +250,7 @@ static tj_status read_signature(tj_kernel *k, const char *ptx, bool generated, c
   if (!generated) {
     if (reqntid == 0)
       return fail_into(error, bad, "%s: hand-written PTX needs .reqntid", info->entry);
-    info->threads = reqntid;
+    info->shape.threads = reqntid;
     info->param_count = k->param_count - 1;
   }
   if (k->param_count != info->param_count + 1 || k->param_kind[k->param_count - 1] != RT_PARAM_B64)
@@ -347,7 +348,7 @@ static tj_status compile_raw(void *arg, RtCompiled *out) {
   tj_kernel_info info;
   memset(&info, 0, sizeof info);
   snprintf(info.entry, sizeof info.entry, "%s", job->entry);
-  info.programs_per_cta = 1;
+  info.shape.programs_per_cta = 1;
   info.arch = job->ctx->info.target_arch;
   return make_kernel(job->ctx, job->ptx, &info, false, out);
 }

@@ -268,6 +268,8 @@ void rt_cache_stats(RtCache *c, tj_cache_stats *out);
 
 /* ------------------------------------------------------------ launch.c */
 
+/* The CTAs a launch of `instances` instances of k takes (from its shape). */
+int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instances);
 /* Launches k over instances program instances on stream. params holds one
  * pointer per kernel parameter, the hidden instance count included (its slot
  * is filled here). instances > 0. */

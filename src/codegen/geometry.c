@@ -1,0 +1,187 @@
+/*
+ * geometry.c — the one description of how a program instance's tiles are
+ * spread over the GPU, and the code that follows from it.
+ *
+ * An element of a tile passes through a chain of levels, innermost first:
+ *
+ *   slot     VEC contiguous elements a thread holds, repeated R times
+ *   lane     the G threads of a lane group (G <= 32) or of a CTA
+ *   warp     the warps of a CTA, when G > 32
+ *   cluster  the C CTAs of a thread-block cluster (sm_90 and later)
+ *   grid     S clusters (or CTAs, C = 1) of the grid, through global memory
+ *
+ * A tile is spread over a prefix of that chain: a lane group, one CTA, a
+ * cluster, or S of them. Every thread working on an instance gets one index
+ * in [0, span), span = G * C * S, its "lane" below:
+ *
+ *   lane = tid % G                                     (C = S = 1)
+ *   lane = tid + T * (cluster rank + C * split rank)   (G = T otherwise)
+ *
+ * and holds VEC contiguous elements at lane * VEC + j * span * VEC for
+ * repeats j < R (layout.c chooses VEC and R per tile length). Reductions
+ * combine level by level (reduce.c). Instances run in a grid-stride loop:
+ * P = T / G side by side in a CTA, or one per cluster or per group of S
+ * clusters, each CTA striding by the grid's count of such units.
+ *
+ * Also here: the kernel's prologue (thread indices, each layout's first
+ * element, the ranks of multi-CTA levels), the instance loop, and the index
+ * and guard of every slot. The launch shape in tj_kernel_info comes from
+ * the same numbers (codegen.c), and the runtime sizes the grid from it in
+ * one place (runtime/launch.c).
+ */
+#include "codegen/codegen.h"
+
+static int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+/*
+ * Threads of a CTA per instance, for a CTA of `threads` threads whose
+ * longest tile has `longest` elements in `vectors` vectors:
+ *   - rows of up to CG_WARP_ROW_MAX elements stay inside one warp: G is the
+ *     row's vectors rounded up to a power of two, at most 32 lanes, so no
+ *     shared memory or barrier is ever needed;
+ *   - longer rows spread over min(T, vectors) threads, whole warps;
+ *   - when instances may not share a CTA (a loop holding a reduction has
+ *     bounds that differ between instances, so shfl.sync and bar.sync would
+ *     be reached unequally), G = T.
+ */
+int cg_group_size(int threads, int64_t longest, int64_t vectors, bool packable) {
+  vectors = pow2_ceil(vectors);
+  if (packable && longest <= CG_WARP_ROW_MAX) return (int)(vectors < 32 ? vectors : 32);
+  if (packable && vectors < threads) return (int)(vectors < 32 ? 32 : vectors);
+  return threads;
+}
+
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec) {
+  CgGeometry *g = &c->geo;
+  g->warps = c->spec->num_warps;
+  g->threads = 32 * g->warps;
+  g->cluster = 1;
+  g->split = 1;
+  g->group = cg_group_size(g->threads, longest, (longest + vec - 1) / vec, c->facts.packable);
+  g->programs = g->threads / g->group;
+  g->span = g->group;
+  return TJ_OK;
+}
+
+int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot) {
+  return (int64_t)(slot / l->vec) * c->geo.span * l->vec + slot % l->vec;
+}
+
+CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat) {
+  return repeat == l->partial ? l->guard : c->geo.inst_valid;
+}
+
+/* ---- prologue --------------------------------------------------------------- */
+
+static void thread_indices(CgCtx *c) {
+  CgEmit *e = &c->em;
+  CgGeometry *g = &c->geo;
+  g->tid = cg_reg(e, CG_B32);
+  cg_line(e, "mov.u32 %s, %%tid.x;", CG_N(g->tid));
+  g->lane = g->tid;
+  g->group_index = cg_imm_int(CG_B32, 0);
+  if (g->programs == 1) return;
+  g->lane = cg_reg(e, CG_B32);
+  g->group_index = cg_reg(e, CG_B32);
+  cg_line(e, "and.b32 %s, %s, %d;", CG_N(g->lane), CG_N(g->tid), g->group - 1);
+  cg_line(e, "shr.u32 %s, %s, %d;", CG_N(g->group_index), CG_N(g->tid), cg_log2(g->group));
+}
+
+static bool has_wide_tile(const CgCtx *c, int layout) {
+  for (int v = 0; v < c->p->nvalues; v++)
+    if (c->p->types[v].shape == TJ_TILE && c->p->types[v].elem == TJ_I64 &&
+        c->vals[v].layout == layout)
+      return true;
+  return false;
+}
+
+/* Each layout's first element, lane * VEC (as i32, and as i64 where an i64
+ * tile needs it), and the predicate of a lane holding the partial repeat. */
+static void layout_bases(CgCtx *c) {
+  const CgGeometry *g = &c->geo;
+  for (int i = 0; i < c->nlayouts; i++) {
+    CgLayout *l = &c->layouts[i];
+    l->base32 = g->lane;
+    if (l->vec > 1) {
+      l->base32 = cg_reg(&c->em, CG_B32);
+      cg_line(&c->em, "shl.b32 %s, %s, %d;", CG_N(l->base32), CG_N(g->lane), cg_log2(l->vec));
+    }
+    if (has_wide_tile(c, i)) {
+      l->base64 = cg_reg(&c->em, CG_B64);
+      cg_line(&c->em, "cvt.u64.u32 %s, %s;", CG_N(l->base64), CG_N(l->base32));
+    }
+    if (l->partial < 0) continue;
+    l->slot_ok = cg_reg(&c->em, CG_PRED);
+    cg_line(&c->em, "setp.lt.u32 %s, %s, %d;", CG_N(l->slot_ok), CG_N(g->lane), l->partial_lanes);
+  }
+}
+
+/* The grid-stride loop's head: the CTA's first instance and its stride. */
+static void instance_loop_head(CgCtx *c) {
+  CgEmit *e = &c->em;
+  CgGeometry *g = &c->geo;
+  CgOperand cta = cg_reg(e, CG_B32), ctas = cg_reg(e, CG_B32), done = cg_reg(e, CG_PRED);
+  g->count = cg_reg(e, CG_B64);
+  g->first = cg_reg(e, CG_B64);
+  g->stride = cg_reg(e, CG_B64);
+  cg_line(e, "ld.param.u64 %s, [tj_programs];", CG_N(g->count));
+  cg_line(e, "mov.u32 %s, %%ctaid.x;", CG_N(cta));
+  cg_line(e, "mov.u32 %s, %%nctaid.x;", CG_N(ctas));
+  if (g->programs == 1) {
+    cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(g->first), CG_N(cta));
+    cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(g->stride), CG_N(ctas));
+  } else {
+    cg_line(e, "mul.wide.u32 %s, %s, %d;", CG_N(g->first), CG_N(cta), g->programs);
+    cg_line(e, "mul.wide.u32 %s, %s, %d;", CG_N(g->stride), CG_N(ctas), g->programs);
+  }
+  cg_line(e, "setp.ge.u64 %s, %s, %s;", CG_N(done), CG_N(g->first), CG_N(g->count));
+  cg_line(e, "@%s bra.uni $Ldone;", CG_N(done));
+}
+
+void cg_geometry_prologue(CgCtx *c) {
+  CgGeometry *g = &c->geo;
+  thread_indices(c);
+  layout_bases(c);
+  cg_reduce_prologue(c);
+  g->group64 = cg_imm_int(CG_B64, 0);
+  if (g->programs > 1) {
+    g->group64 = cg_reg(&c->em, CG_B64);
+    cg_line(&c->em, "cvt.u64.u32 %s, %s;", CG_N(g->group64), CG_N(g->group_index));
+  }
+  instance_loop_head(c);
+}
+
+/* ---- the instance loop ------------------------------------------------------ */
+
+/* Per instance: its index, its validity, and each layout's guard. */
+void cg_instance_start(CgCtx *c) {
+  CgEmit *e = &c->em;
+  CgGeometry *g = &c->geo;
+  cg_raw(e, "$Linst:\n");
+  g->inst = g->first;
+  g->inst_valid = cg_true();
+  if (g->programs > 1) {
+    g->inst = cg_reg(e, CG_B64);
+    g->inst_valid = cg_reg(e, CG_PRED);
+    cg_line(e, "add.s64 %s, %s, %s;", CG_N(g->inst), CG_N(g->first), CG_N(g->group64));
+    cg_line(e, "setp.lt.u64 %s, %s, %s;", CG_N(g->inst_valid), CG_N(g->inst), CG_N(g->count));
+  }
+  for (int i = 0; i < c->nlayouts; i++) {
+    CgLayout *l = &c->layouts[i];
+    if (l->partial >= 0) l->guard = cg_and_pred(c, l->slot_ok, g->inst_valid);
+  }
+}
+
+void cg_instance_end(CgCtx *c) {
+  CgGeometry *g = &c->geo;
+  CgOperand more = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "add.s64 %s, %s, %s;", CG_N(g->first), CG_N(g->first), CG_N(g->stride));
+  cg_line(&c->em, "setp.lt.u64 %s, %s, %s;", CG_N(more), CG_N(g->first), CG_N(g->count));
+  cg_line(&c->em, "@%s bra.uni $Linst;", CG_N(more));
+  cg_raw(&c->em, "$Ldone:\n");
+  cg_line(&c->em, "ret;");
+}
