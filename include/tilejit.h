@@ -297,10 +297,17 @@ typedef struct tj_codegen_options {
 typedef struct tj_launch_shape {
   int threads;          /* threads per CTA (.reqntid) */
   int programs_per_cta; /* program instances one CTA runs side by side (lane groups) */
+  int cluster;          /* CTAs per thread-block cluster (1: none; sm_90 and later) */
+  int ctas_per_program; /* CTAs holding one instance: CLUSTER * SPLIT (1: one CTA or less) */
   int shared_bytes;     /* static shared memory per CTA */
   int all_ctas;         /* 1 = one CTA per programs_per_cta instances even past what the
                            device holds at once; 0 = at most that many CTAs, each striding
                            over the rest (a persistent grid) */
+  int cooperative;      /* 1 = the CTAs of an instance wait for each other through global
+                           memory (SPLIT > 1): all must be resident, launched cooperatively */
+  int workspace_bytes;  /* SPLIT > 1: the hidden .u64 tj_workspace parameter (before the
+                           instance count) points to this many bytes per group of
+                           ctas_per_program CTAs, zeroed before its first use; 0: none */
 } tj_launch_shape;
 
 typedef struct tj_kernel_info {
@@ -420,6 +427,11 @@ typedef struct tj_device_info {
   int max_shared_per_block;       /* bytes, without opt-in */
   int max_shared_per_block_optin; /* bytes */
   int64_t max_grid_x;
+  int max_shared_per_sm;          /* bytes */
+  int registers_per_sm;
+  int l2_bytes;
+  int cooperative_launch;         /* the device launches cooperative kernels (SPLIT > 1) */
+  int cluster_launch;             /* the device launches thread-block clusters (CLUSTER > 1) */
 } tj_device_info;
 
 typedef struct tj_cache_stats {

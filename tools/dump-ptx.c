@@ -42,7 +42,7 @@ typedef struct Options {
   const char *ir_file; /* NULL: softmax */
   tj_softmax_template which;
   int64_t n, m, block;
-  int warps, align, arch, backend;
+  int warps, align, arch, backend, cluster, split;
   tj_dtype dtype;
   Emit emit;
   int annotate, validate;
@@ -60,6 +60,8 @@ static void usage(void) {
                   "  --arch sm_XX     target (default sm_90)\n"
                   "  --dtype T        f32, f16 or bf16 (default f32)\n"
                   "  --align BYTES    alignment of pointers and row strides (default 16)\n"
+                  "  --cluster C      CLUSTER: CTAs of a cluster per row (sm_90; default 1)\n"
+                  "  --split S        SPLIT: clusters (or CTAs) of the grid per row (default 1)\n"
                   "  --emit ir|ptx|cuda  what to print (default ptx; cuda: the NVRTC backend's C)\n"
                   "  --backend ptx|nvrtc  code generator (default ptx)\n"
                   "  --annotate       interleave the IR instruction of each group of lines\n"
@@ -116,6 +118,10 @@ static bool parse_binding(Options *o, char *text) {
     o->warps = (int)v;
   else if (strcmp(text, "ALIGN") == 0)
     o->align = (int)v;
+  else if (strcmp(text, "CLUSTER") == 0)
+    o->cluster = (int)v;
+  else if (strcmp(text, "SPLIT") == 0)
+    o->split = (int)v;
   else if (o->nbindings < MAX_BINDINGS)
     o->bindings[o->nbindings++] = (tj_binding){text, v};
   else
@@ -140,6 +146,8 @@ static bool parse_valued(Options *o, const char *opt, char *val) {
   if (!strcmp(opt, "--block")) return parse_int(val, 1, 1 << 24, &o->block);
   if (!strcmp(opt, "--warps")) return parse_int(val, 1, 32, &v) && (o->warps = (int)v, true);
   if (!strcmp(opt, "--align")) return parse_int(val, 1, 16, &v) && (o->align = (int)v, true);
+  if (!strcmp(opt, "--cluster")) return parse_int(val, 1, 16, &v) && (o->cluster = (int)v, true);
+  if (!strcmp(opt, "--split")) return parse_int(val, 1, 1024, &v) && (o->split = (int)v, true);
   if (!strcmp(opt, "--arch")) return parse_arch(val, &o->arch);
   if (!strcmp(opt, "--dtype")) return parse_dtype(val, &o->dtype);
   if (!strcmp(opt, "--template")) return parse_template(val, &o->which);
@@ -162,7 +170,7 @@ static bool parse_valued(Options *o, const char *opt, char *val) {
 }
 
 static bool takes_value(const char *opt) {
-  static const char *const valued[] = {"-n",     "-m",      "--block",    "--warps",   "--align",
+  static const char *const valued[] = {"-n",     "-m",      "--block",    "--warps",   "--align", "--cluster", "--split",
                                        "--arch", "--dtype", "--template", "--backend", "--ir",
                                        "-o",     "-D",      "--emit"};
   for (size_t i = 0; i < TJ_COUNTOF(valued); i++)
@@ -296,6 +304,8 @@ int main(int argc, char **argv) {
   so.block = o.block ? o.block : so.block;
   so.num_warps = o.warps;
   so.align = o.align;
+  so.cluster = o.cluster;
+  so.split = o.split;
   so.bindings = o.bindings;
   so.binding_count = o.nbindings;
   tj_spec *s = NULL;

@@ -89,6 +89,9 @@ static void entry(const CgCtx *c, const char *name, TjBuf *out) {
   const CgGeometry *g = &c->geo;
   buf_printf(out, "// %d threads: %d program instance%s of %d thread%s each", g->threads,
              g->programs, g->programs == 1 ? "" : "s", g->group, g->group == 1 ? "" : "s");
+  if (g->cluster > 1) buf_printf(out, ", over a cluster of %d CTAs", g->cluster);
+  if (g->split > 1)
+    buf_printf(out, ", over %d %s of the grid", g->split, g->cluster > 1 ? "clusters" : "CTAs");
   for (int i = 0; i < c->nlayouts; i++)
     buf_printf(out, "; tile %lld: VEC %d x %d", (long long)c->layouts[i].len, c->layouts[i].vec,
                c->layouts[i].reps);
@@ -99,9 +102,11 @@ static void entry(const CgCtx *c, const char *name, TjBuf *out) {
       buf_printf(out, "\t.param .%s p_%s,\n", param_type(c->p->types[in->result]),
                  c->p->params[in->iimm]);
   }
+  if (g->split > 1) buf_puts(out, "\t.param .u64 tj_workspace,\n");
   buf_printf(out, "\t.param .u64 tj_programs\n)\n.reqntid %d, 1, 1\n", g->threads);
   int ctas = cg_min_ctas_per_sm(c);
   if (ctas) buf_printf(out, ".minnctapersm %d\n", ctas);
+  if (g->cluster > 1) buf_printf(out, ".explicitcluster\n.reqnctapercluster %d, 1, 1\n", g->cluster);
   buf_puts(out, "{\n");
 }
 
@@ -112,8 +117,7 @@ static char *assemble(CgCtx *c, char *name, size_t size) {
   prologue(c, &out);
   entry(c, name, &out);
   cg_declarations(&c->em, &out);
-  if (c->shared.used)
-    buf_printf(&out, "\t.shared .align 16 .b8 tj_smem[%d];\n", 2 * c->shared.region);
+  if (c->shared.bytes) buf_printf(&out, "\t.shared .align 16 .b8 tj_smem[%d];\n", c->shared.bytes);
   buf_puts(&out, "\n");
   buf_puts(&out, c->em.body.data ? c->em.body.data : "");
   buf_puts(&out, "}\n");
@@ -130,14 +134,20 @@ static bool has_loop(const tj_program *p) {
  * instances rather than as a persistent grid: measured on an H200 (softmax,
  * f32, 256 MiB) 5 to 13% faster at every N from 32 to 32768 (README.md).
  * Kernels with loops (the online template) keep the persistent grid, which
- * nobody has measured against. */
+ * nobody has measured against. A grid level (SPLIT > 1) needs every CTA of
+ * a group resident at once: a cooperative, persistent grid. */
 static void fill_info(const CgCtx *c, const char *name, tj_kernel_info *info) {
   memset(info, 0, sizeof *info);
   snprintf(info->entry, sizeof info->entry, "%s", name);
-  info->shape.threads = c->geo.threads;
-  info->shape.programs_per_cta = c->geo.programs;
-  info->shape.shared_bytes = c->shared.used ? 2 * c->shared.region : 0;
-  info->shape.all_ctas = !has_loop(c->p);
+  const CgGeometry *g = &c->geo;
+  info->shape.threads = g->threads;
+  info->shape.programs_per_cta = g->programs;
+  info->shape.cluster = g->cluster;
+  info->shape.ctas_per_program = g->cluster * g->split;
+  info->shape.shared_bytes = c->shared.bytes;
+  info->shape.cooperative = g->split > 1;
+  info->shape.all_ctas = !has_loop(c->p) && g->split == 1;
+  info->shape.workspace_bytes = g->split > 1 ? c->ws.block : 0;
   info->arch = c->arch;
   info->ptx_version = c->ptx;
   info->param_count = c->p->nparams;

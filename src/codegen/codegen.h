@@ -43,6 +43,7 @@ typedef struct CgArch {
 enum {
   CG_FEAT_CVT_BF16 = 1u << 0,     /* cvt.rn.bf16.f32: sm_80, PTX 7.0 */
   CG_FEAT_CVT_F32_BF16 = 1u << 1, /* cvt.f32.bf16: sm_90, PTX 7.8 */
+  CG_FEAT_CLUSTER = 1u << 2,      /* clusters: mapa, barrier.cluster: sm_90, PTX 7.8 */
 };
 
 #define CG_DEFAULT_ARCH 90
@@ -167,9 +168,12 @@ typedef struct CgGeometry {
   int64_t span;       /* G * C * S: the threads holding one instance's tiles */
   /* Registers set in the prologue and per instance. */
   CgOperand tid, lane, group_index, group64;
+  CgOperand cluster_rank, split_rank; /* multi-CTA: this CTA's ranks (else 0) */
+  CgOperand unit, units;              /* multi-CTA: its group (or cluster), and their count */
   CgOperand count, first, stride, inst, inst_valid;
 } CgGeometry;
 
+#define CG_MAX_CLUSTER  16   /* CTAs in a cluster (above 8: the non-portable sizes) */
 #define CG_MAX_LAYOUTS  16
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
@@ -193,6 +197,8 @@ typedef struct CgLayout {
 int cg_group_size(int threads, int64_t longest, int64_t vectors, bool packable);
 /* The geometry of c, once the longest tile and its VEC are known. */
 tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec);
+/* Whether an instance spreads over several CTAs (CLUSTER or SPLIT > 1). */
+bool cg_multi_cta(const CgCtx *c);
 /* Element offset of slot k within the instance's tile, relative to lane*VEC. */
 int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot);
 /* The predicate guarding repeat j of layout l in this instance (or true). */
@@ -220,21 +226,57 @@ typedef struct CgSite {
   int8_t extra_barrier; /* a bar.sync first, because both regions may be read */
 } CgSite;
 
-/* Shared memory of cross-warp reductions: two regions of `region` bytes. */
+/* Shared memory of reductions: the warp level's two regions, then the
+ * cluster level's two (bytes 0 when unused). */
 typedef struct CgShared {
-  bool used;
-  int region;           /* bytes per region */
+  int bytes;             /* static shared memory in all */
+  int warp_region;       /* bytes per region of the warp level */
   CgOperand write, read; /* b32 addresses: this warp's partial; its group's first */
-  CgOperand lane0;      /* pred: lane 0 of its warp */
+  CgOperand lane0;       /* pred: lane 0 of its warp */
+  int cluster_at;        /* offset of the cluster level's regions */
+  int cluster_region;    /* bytes per region: a slot per CTA of the cluster */
+  CgOperand cluster_local;  /* b32: this CTA's cluster region 0 */
+  CgOperand cluster_remote; /* b32: slot [own rank] of region 0 of CTA tid (tid < C) */
+  CgOperand pusher;         /* pred: tid < C */
 } CgShared;
+
+/* The grid level's workspace (global memory, the tj_workspace parameter):
+ * per group of CTAs a block of `block` bytes, its barrier counter first,
+ * then at byte 128 two partials per rank (16 bytes a rank). */
+typedef struct CgWorkspace {
+  int block;
+  CgOperand counter;   /* b64: the group's counter */
+  CgOperand partial;   /* b64: this CTA's (cluster's) partial, region 0 */
+  CgOperand read;      /* b64: the partial this thread reads, region 0 */
+  CgOperand inc;       /* b32: what this CTA adds to the counter on arrival */
+  CgOperand first;     /* pred: thread 0 of its CTA */
+  CgOperand publisher; /* pred: thread 0 of cluster rank 0 */
+  CgOperand reader;    /* pred: reads a partial (lane or thread index < S) */
+} CgWorkspace;
+
+#define CG_WORKSPACE_HEADER 128
 
 /* Whether reductions combine across this level in c's geometry. */
 bool cg_level_used(const CgCtx *c, CgLevel level);
+/* Pairwise combination of n values into one; a butterfly over `lanes`;
+ * one round through the warp level's region of reduction `inst`. */
+CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n);
+CgOperand cg_butterfly(CgCtx *c, tj_op op, tj_elem elem, CgOperand x, int lanes);
+CgOperand cg_warps_round(CgCtx *c, int inst, tj_elem elem, CgOperand x);
 /* Plans regions and barriers of cross-warp reductions (per instruction). */
 tj_status cg_plan_barriers(CgCtx *c);
 /* Addresses the levels in use need, in the kernel's prologue. */
 void cg_reduce_prologue(CgCtx *c);
 void cg_lower_reduce(CgCtx *c, int inst);
+
+/* -------------------------------------------------------- reduce_ctas.c */
+
+/* The levels across CTAs: their prologue (addresses, the cluster's start
+ * barrier) and their combiners, for reduction instruction `inst`. */
+void cg_cluster_prologue(CgCtx *c);
+void cg_grid_prologue(CgCtx *c);
+CgOperand cg_across_cluster(CgCtx *c, int inst, tj_elem elem, CgOperand x);
+CgOperand cg_across_grid(CgCtx *c, int inst, tj_elem elem, CgOperand x);
 
 /* ------------------------------------------------------------ memory.c */
 
@@ -309,6 +351,7 @@ struct CgCtx {
   CgLayout layouts[CG_MAX_LAYOUTS];
   int nlayouts;
   CgShared shared;
+  CgWorkspace ws;
 };
 
 /* The whole kernel: prologue, instance loop, body, epilogue. */

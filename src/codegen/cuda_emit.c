@@ -407,6 +407,8 @@ static void fill_info(const Emit *e, int arch, const char *entry, tj_kernel_info
   snprintf(info->entry, sizeof info->entry, "%s", entry);
   info->shape.threads = e->threads;
   info->shape.programs_per_cta = e->programs;
+  info->shape.cluster = 1;
+  info->shape.ctas_per_program = 1;
   info->shape.shared_bytes = e->scratch ? 4 * (e->threads / 32) : 0;
   info->arch = arch;
   info->ptx_version = 0; /* NVRTC chooses it; tj_nvrtc_ptx reads it back */
@@ -424,6 +426,13 @@ tj_status cg_cuda_emit(tj_spec *s, const tj_codegen_options *options, TjBuf *out
   if (!e.p || !e.p->specialized) {
     tj_set_error(s->error, "cuda: the spec holds no specialized program");
     return TJ_ERR_INVALID_ARGUMENT;
+  }
+  if (s->cluster > 1 || s->split > 1) {
+    tj_set_error(s->error,
+                 "cuda: the NVRTC backend runs a program instance on one CTA; CLUSTER = %d and "
+                 "SPLIT = %d need the PTX backend",
+                 s->cluster, s->split);
+    return TJ_ERR_UNSUPPORTED;
   }
   tj_status st = choose_layout(&e, s);
   if (st != TJ_OK) return st;

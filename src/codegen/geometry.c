@@ -55,17 +55,42 @@ int cg_group_size(int threads, int64_t longest, int64_t vectors, bool packable) 
   return threads;
 }
 
+/* Clusters need sm_90; the grid level reads one partial per thread of a
+ * CTA, so S <= T. An instance spread over several CTAs has them all. */
+static tj_status check_levels(CgCtx *c) {
+  const CgGeometry *g = &c->geo;
+  if (g->cluster > 1 && c->arch < 90)
+    return cg_fail(c, TJ_ERR_UNSUPPORTED,
+                   "codegen: CLUSTER = %d needs thread-block clusters (sm_90 and later), not sm_%d; "
+                   "use SPLIT instead",
+                   g->cluster, c->arch);
+  if (g->cluster < 1 || g->cluster > CG_MAX_CLUSTER || g->split < 1 || g->split > g->threads)
+    return cg_fail(c, TJ_ERR_UNSUPPORTED,
+                   "codegen: CLUSTER = %d and SPLIT = %d: a cluster holds 1 to %d CTAs and SPLIT "
+                   "is at most the %d threads of a CTA",
+                   g->cluster, g->split, CG_MAX_CLUSTER, g->threads);
+  if (g->cluster > 1) c->features |= CG_FEAT_CLUSTER;
+  return TJ_OK;
+}
+
 tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec) {
   CgGeometry *g = &c->geo;
   g->warps = c->spec->num_warps;
   g->threads = 32 * g->warps;
-  g->cluster = 1;
-  g->split = 1;
-  g->group = cg_group_size(g->threads, longest, (longest + vec - 1) / vec, c->facts.packable);
+  g->cluster = c->spec->cluster;
+  g->split = c->spec->split;
+  tj_status st = check_levels(c);
+  if (st != TJ_OK) return st;
+  bool one_cta = g->cluster == 1 && g->split == 1;
+  g->group = one_cta ? cg_group_size(g->threads, longest, (longest + vec - 1) / vec,
+                                     c->facts.packable)
+                     : g->threads;
   g->programs = g->threads / g->group;
-  g->span = g->group;
+  g->span = (int64_t)g->group * g->cluster * g->split;
   return TJ_OK;
 }
+
+bool cg_multi_cta(const CgCtx *c) { return c->geo.cluster > 1 || c->geo.split > 1; }
 
 int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot) {
   return (int64_t)(slot / l->vec) * c->geo.span * l->vec + slot % l->vec;
@@ -77,6 +102,44 @@ CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat) {
 
 /* ---- prologue --------------------------------------------------------------- */
 
+/* The ranks of a CTA spread with others over an instance: in its cluster,
+ * and of its cluster (or itself) in its group of S; its group, the loop's
+ * unit; and lane = tid + T * (cluster rank + C * split rank). */
+static void cta_ranks(CgCtx *c) {
+  CgEmit *e = &c->em;
+  CgGeometry *g = &c->geo;
+  const char *unit = g->cluster > 1 ? "%clusterid.x" : "%ctaid.x";
+  const char *units = g->cluster > 1 ? "%nclusterid.x" : "%nctaid.x";
+  g->cluster_rank = g->split_rank = cg_imm_int(CG_B32, 0);
+  if (g->cluster > 1) {
+    g->cluster_rank = cg_reg(e, CG_B32);
+    cg_line(e, "mov.u32 %s, %%cluster_ctarank;", CG_N(g->cluster_rank));
+  }
+  g->unit = cg_reg(e, CG_B32);
+  g->units = cg_reg(e, CG_B32);
+  cg_line(e, "mov.u32 %s, %s;", CG_N(g->unit), unit);
+  cg_line(e, "mov.u32 %s, %s;", CG_N(g->units), units);
+  CgOperand rank = g->cluster_rank;
+  if (g->split > 1) {
+    CgOperand group = cg_reg(e, CG_B32), groups = cg_reg(e, CG_B32);
+    g->split_rank = cg_reg(e, CG_B32);
+    cg_line(e, "rem.u32 %s, %s, %d;", CG_N(g->split_rank), CG_N(g->unit), g->split);
+    cg_line(e, "div.u32 %s, %s, %d;", CG_N(group), CG_N(g->unit), g->split);
+    cg_line(e, "div.u32 %s, %s, %d;", CG_N(groups), CG_N(g->units), g->split);
+    g->unit = group;
+    g->units = groups;
+    if (g->cluster > 1) {
+      rank = cg_reg(e, CG_B32);
+      cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(rank), CG_N(g->split_rank), g->cluster,
+              CG_N(g->cluster_rank));
+    } else {
+      rank = g->split_rank;
+    }
+  }
+  g->lane = cg_reg(e, CG_B32);
+  cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(g->lane), CG_N(rank), g->threads, CG_N(g->tid));
+}
+
 static void thread_indices(CgCtx *c) {
   CgEmit *e = &c->em;
   CgGeometry *g = &c->geo;
@@ -84,6 +147,10 @@ static void thread_indices(CgCtx *c) {
   cg_line(e, "mov.u32 %s, %%tid.x;", CG_N(g->tid));
   g->lane = g->tid;
   g->group_index = cg_imm_int(CG_B32, 0);
+  if (cg_multi_cta(c)) {
+    cta_ranks(c);
+    return;
+  }
   if (g->programs == 1) return;
   g->lane = cg_reg(e, CG_B32);
   g->group_index = cg_reg(e, CG_B32);
@@ -120,17 +187,26 @@ static void layout_bases(CgCtx *c) {
   }
 }
 
-/* The grid-stride loop's head: the CTA's first instance and its stride. */
+/* The grid-stride loop's head: the CTA's first instance and its stride; a
+ * CTA spread with others over an instance strides by its unit (its
+ * cluster, or its group of S), so all of them run the same instances. */
 static void instance_loop_head(CgCtx *c) {
   CgEmit *e = &c->em;
   CgGeometry *g = &c->geo;
-  CgOperand cta = cg_reg(e, CG_B32), ctas = cg_reg(e, CG_B32), done = cg_reg(e, CG_PRED);
+  CgOperand cta = g->unit, ctas = g->units, done;
+  if (!cg_multi_cta(c)) {
+    cta = cg_reg(e, CG_B32);
+    ctas = cg_reg(e, CG_B32);
+  }
+  done = cg_reg(e, CG_PRED);
   g->count = cg_reg(e, CG_B64);
   g->first = cg_reg(e, CG_B64);
   g->stride = cg_reg(e, CG_B64);
   cg_line(e, "ld.param.u64 %s, [tj_programs];", CG_N(g->count));
-  cg_line(e, "mov.u32 %s, %%ctaid.x;", CG_N(cta));
-  cg_line(e, "mov.u32 %s, %%nctaid.x;", CG_N(ctas));
+  if (!cg_multi_cta(c)) {
+    cg_line(e, "mov.u32 %s, %%ctaid.x;", CG_N(cta));
+    cg_line(e, "mov.u32 %s, %%nctaid.x;", CG_N(ctas));
+  }
   if (g->programs == 1) {
     cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(g->first), CG_N(cta));
     cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(g->stride), CG_N(ctas));

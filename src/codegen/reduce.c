@@ -16,14 +16,19 @@
  *      result (both partners add the same two values, so bit for bit);
  *   3. across the warps of a group (groups wider than a warp only): lane 0
  *      of each warp stores its partial in shared memory, bar.sync, and every
- *      thread reads its group's partials and combines them in the same order.
+ *      thread reads its group's partials and combines them in the same order;
+ *   4. across the CTAs of a cluster, through distributed shared memory, and
+ *   5. across the CTAs (or clusters) of a group of the grid, through global
+ *      memory (both in reduce_ctas.c).
  *
- * Level 1 is within_thread; the others are in `levels`. Level 3 uses two
- * shared-memory regions. A region may be written again only
+ * Level 1 is within_thread; the others are in `levels`. Levels 3 to 5 each
+ * use two regions of their storage. A region may be written again only
  * after a barrier that follows every read of it; cg_plan_barriers walks the
  * program (loops to a fixpoint, the loop over instances included) and picks
  * for each reduction a region nobody may still be reading, adding a barrier
  * only when both might be. Softmax's max and sum alternate and need none.
+ * Every thread of every CTA of an instance combines the same values in the
+ * same order, so all of them hold the same result, bit for bit.
  */
 #include "codegen/codegen.h"
 
@@ -75,14 +80,14 @@ static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
 tj_status cg_plan_barriers(CgCtx *c) {
   c->sites = cg_arena_alloc(&c->arena, sizeof *c->sites * ((size_t)c->p->ninsts + 1));
   if (!c->sites) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
-  if (c->geo.group > 32) loop(c, 0, c->p->ninsts, 0);
+  if (cg_level_used(c, CG_LEVEL_WARP) || cg_multi_cta(c)) loop(c, 0, c->p->ninsts, 0);
   return TJ_OK;
 }
 
 /* ---- lowering ---------------------------------------------------------------- */
 
 /* Combines n values pairwise, level by level, into v[0]. */
-static CgOperand tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n) {
+CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n) {
   while (n > 1) {
     int half = n / 2;
     for (int i = 0; i < half; i++) v[i] = cg_combine(c, op, elem, v[2 * i], v[2 * i + 1]);
@@ -106,7 +111,7 @@ static CgOperand within_thread(CgCtx *c, const IrInst *in, tj_elem elem) {
             CG_N(cg_identity((tj_op)in->op, elem)), CG_N(l->slot_ok));
     v[k] = d;
   }
-  CgOperand x = tree(c, (tj_op)in->op, elem, v, l->slots);
+  CgOperand x = cg_reduce_tree(c, (tj_op)in->op, elem, v, l->slots);
   if (in->op == TJ_OP_REDUCE_MAX && elem == TJ_F32)
     x = cg_combine(c, TJ_OP_REDUCE_MAX, elem, x, cg_identity(TJ_OP_REDUCE_MAX, elem));
   return x;
@@ -114,10 +119,8 @@ static CgOperand within_thread(CgCtx *c, const IrInst *in, tj_elem elem) {
 
 /* ---- the levels --------------------------------------------------------------- */
 
-/* Lanes: a butterfly over the lanes of a group, or of each warp. */
-static CgOperand across_lanes(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
-  tj_op op = (tj_op)c->p->insts[inst].op;
-  int lanes = c->geo.group < 32 ? c->geo.group : 32;
+/* A butterfly over `lanes` lanes (a power of two up to 32). */
+CgOperand cg_butterfly(CgCtx *c, tj_op op, tj_elem elem, CgOperand x, int lanes) {
   for (int offset = lanes / 2; offset >= 1; offset /= 2) {
     x = cg_in_reg(c, x);
     CgOperand t = cg_reg_of(c, elem);
@@ -127,15 +130,20 @@ static CgOperand across_lanes(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
   return x;
 }
 
-/* Warps: lane 0 of each warp stores its partial, bar.sync, every thread
- * reads its group's partials (4 at a time) and combines them in order. */
-static CgOperand across_warps(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
+/* Lanes: a butterfly over the lanes of a group, or of each warp. */
+static CgOperand across_lanes(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
+  int lanes = c->geo.group < 32 ? c->geo.group : 32;
+  return cg_butterfly(c, (tj_op)c->p->insts[inst].op, elem, x, lanes);
+}
+
+/* Lane 0 of each warp stores its partial, bar.sync, every thread reads its
+ * group's partials (4 at a time) and combines them in order. */
+CgOperand cg_warps_round(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
   const CgSite *s = &c->sites[inst];
   const CgShared *sh = &c->shared;
-  int warps = c->geo.group / 32, at = s->region * sh->region;
+  int warps = c->geo.group / 32, at = s->region * sh->warp_region;
   const char *type = elem == TJ_F32 ? "f32" : "b32";
   CgOperand v[32];
-  if (s->extra_barrier) cg_line(&c->em, "bar.sync 0;");
   x = cg_in_reg(c, x);
   cg_line(&c->em, "@%s st.shared.%s %s, %s;", CG_N(sh->lane0), type, cg_address(sh->write, at).s,
           CG_N(x));
@@ -155,7 +163,13 @@ static CgOperand across_warps(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
               cg_address(sh->read, at + 4 * w).s);
     w += n;
   }
-  return tree(c, (tj_op)c->p->insts[inst].op, elem, v, warps);
+  return cg_reduce_tree(c, (tj_op)c->p->insts[inst].op, elem, v, warps);
+}
+
+/* Warps: the round above, after a barrier when both regions may be read. */
+static CgOperand across_warps(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
+  if (c->sites[inst].extra_barrier) cg_line(&c->em, "bar.sync 0;");
+  return cg_warps_round(c, inst, elem, x);
 }
 
 typedef CgOperand (*CombineLevel)(CgCtx *c, int inst, tj_elem elem, CgOperand x);
@@ -166,7 +180,10 @@ static const struct {
 } levels[] = {
     {CG_LEVEL_LANE, across_lanes},
     {CG_LEVEL_WARP, across_warps},
+    {CG_LEVEL_CLUSTER, cg_across_cluster},
+    {CG_LEVEL_GRID, cg_across_grid},
 };
+_Static_assert(TJ_COUNTOF(levels) == CG_LEVEL_COUNT, "one combiner per level");
 
 /* Shared-memory addresses of cross-warp reductions: where this warp writes
  * its partial, and where its group's partials start. */
@@ -181,8 +198,8 @@ static void warp_addresses(CgCtx *c) {
   CgShared *sh = &c->shared;
   CgEmit *e = &c->em;
   CgOperand base = cg_reg(e, CG_B32), lane = cg_reg(e, CG_B32);
-  sh->used = true;
-  sh->region = ((g->warps * 4) + 15) / 16 * 16;
+  sh->warp_region = ((g->warps * 4) + 15) / 16 * 16;
+  sh->bytes = 2 * sh->warp_region;
   cg_line(e, "mov.u32 %s, tj_smem;", CG_N(base));
   cg_line(e, "and.b32 %s, %s, 31;", CG_N(lane), CG_N(g->tid));
   sh->lane0 = cg_reg(e, CG_PRED);
@@ -204,6 +221,8 @@ static void warp_addresses(CgCtx *c) {
 void cg_reduce_prologue(CgCtx *c) {
   if (!has_reduction(c)) return;
   if (cg_level_used(c, CG_LEVEL_WARP)) warp_addresses(c);
+  if (cg_level_used(c, CG_LEVEL_CLUSTER)) cg_cluster_prologue(c);
+  if (cg_level_used(c, CG_LEVEL_GRID)) cg_grid_prologue(c);
 }
 
 bool cg_level_used(const CgCtx *c, CgLevel level) {

@@ -143,6 +143,11 @@ static const struct {
     {RT_ATTR_MAX_BLOCKS_PER_SM, offsetof(tj_device_info, max_blocks_per_sm)},
     {RT_ATTR_MAX_SHARED_PER_BLOCK, offsetof(tj_device_info, max_shared_per_block)},
     {RT_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, offsetof(tj_device_info, max_shared_per_block_optin)},
+    {RT_ATTR_MAX_SHARED_PER_SM, offsetof(tj_device_info, max_shared_per_sm)},
+    {RT_ATTR_MAX_REGISTERS_PER_SM, offsetof(tj_device_info, registers_per_sm)},
+    {RT_ATTR_L2_CACHE_SIZE, offsetof(tj_device_info, l2_bytes)},
+    {RT_ATTR_COOPERATIVE_LAUNCH, offsetof(tj_device_info, cooperative_launch)},
+    {RT_ATTR_CLUSTER_LAUNCH, offsetof(tj_device_info, cluster_launch)},
 };
 
 static tj_status query_device(tj_context *ctx) {
@@ -229,6 +234,7 @@ tj_status tj_context_create(const tj_context_options *options, tj_context **out)
   ctx->cu = cu;
   ctx->id = atomic_fetch_add(&next_context_id, 1);
   pthread_mutex_init(&ctx->fast_lock, NULL);
+  pthread_mutex_init(&ctx->workspace_lock, NULL);
   if ((st = build(ctx, &o)) != TJ_OK) {
     tj_context_destroy(ctx);
     return st;
@@ -245,6 +251,7 @@ void tj_context_destroy(tj_context *ctx) {
   if (bound) ctx->cu->cuCtxSynchronize();
   rt_softmax_reset(ctx);
   rt_cache_free(ctx->cache);
+  if (bound) rt_workspace_free_all(ctx);
   if (bound) rt_unbind(ctx, &binding);
   CuContext current = NULL;
   if (made_current == ctx->cuctx && ctx->cu->cuCtxGetCurrent(&current) == RT_CUDA_SUCCESS &&
@@ -253,6 +260,7 @@ void tj_context_destroy(tj_context *ctx) {
   if (made_current == ctx->cuctx) made_current = NULL;
   if (ctx->owns_primary) ctx->cu->cuDevicePrimaryCtxRelease(ctx->device);
   pthread_mutex_destroy(&ctx->fast_lock);
+  pthread_mutex_destroy(&ctx->workspace_lock);
   free(ctx);
 }
 

@@ -1,27 +1,44 @@
 /*
- * launch.c — launching a loaded kernel: argument packing, grid sizing and
- * cuLaunchKernel on the caller's stream.
+ * launch.c — launching a loaded kernel: grid sizing from its launch shape,
+ * argument packing, the workspace of grid-level kernels, and the launch on
+ * the caller's stream.
  *
  * Generated kernels stride over their program instances (see the kernel ABI
- * in tilejit.h), so the grid is ceil(instances / programs_per_cta) CTAs,
- * capped at the number that can be resident at once (occupancy x SMs, found
- * when the kernel was loaded): a persistent grid, unless the kernel's info
- * says all_ctas (the PTX backend's kernels without loops, measured faster
- * uncapped: src/codegen/README.md). The instance count travels as the
- * hidden last parameter. Threads per CTA and shared memory were checked
- * against the device when the kernel was loaded; here only the grid is
- * computed, so a launch costs a few comparisons, one cuCtxGetCurrent and
- * cuLaunchKernel. Nothing here allocates, formats text on success, or waits
- * for the device.
+ * in tilejit.h). rt_launch_ctas is the one place where a launch shape
+ * becomes a grid:
+ *   - instances spread over several CTAs (a cluster, or a group of SPLIT
+ *     clusters or CTAs) take ctas_per_program CTAs each; a grid level needs
+ *     all of a group's CTAs resident at once, so its grid is at most the
+ *     groups the device holds (a persistent, cooperative grid), and so is a
+ *     kernel with loops; a loop-free cluster kernel gets a cluster per
+ *     instance;
+ *   - otherwise ceil(instances / programs_per_cta) CTAs, capped at the
+ *     number that can be resident at once unless the shape says all_ctas
+ *     (the PTX backend's kernels without loops, measured faster uncapped:
+ *     src/codegen/README.md).
+ * Residency was found when the kernel was loaded (module.c). The hidden
+ * parameters (tj_workspace, then the instance count) are filled here. A
+ * plain kernel goes through cuLaunchKernel; a cluster or cooperative one
+ * through cuLaunchKernelEx with those attributes. Nothing on the launch
+ * path allocates, formats text on success, or waits for the device, except
+ * the first grid-level launch on a stream, which allocates and clears that
+ * stream's workspace.
  */
 #include "runtime/runtime.h"
 
 #include <string.h>
 
-/* The CTAs of a launch of `instances` program instances: the one place
- * where the launch shape (tj_launch_shape) becomes a grid. */
 int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instances) {
   const tj_launch_shape *shape = &k->report.info.shape;
+  int64_t max = k->report.max_ctas < ctx->info.max_grid_x ? k->report.max_ctas
+                                                            : ctx->info.max_grid_x;
+  if (shape->ctas_per_program > 1) {
+    int64_t per = shape->ctas_per_program, units = instances;
+    bool capped = shape->cooperative || !shape->all_ctas;
+    if (capped && units > max / per) units = max / per;
+    if (units > ctx->info.max_grid_x / per) units = ctx->info.max_grid_x / per;
+    return units * per;
+  }
   int64_t per_cta = shape->programs_per_cta > 0 ? shape->programs_per_cta : 1;
   int64_t ctas = instances / per_cta + (instances % per_cta != 0);
   if (!shape->all_ctas && ctas > k->report.max_ctas) ctas = k->report.max_ctas;
@@ -29,18 +46,117 @@ int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instan
   return ctas;
 }
 
-tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t *count_slot,
+/* ---- workspaces ---------------------------------------------------------------- */
+
+/* Grid-level kernels keep their barrier counters and partials in a
+ * workspace. Kernels on one stream run one after another, so each stream
+ * gets its own, allocated and cleared (on that stream) at its first use and
+ * kept until the context is destroyed; kernels on different streams may
+ * run at once and never share one. A counter is left as it was found after
+ * every launch (reduce_ctas.c), so clearing once is enough. Sized for the
+ * most groups any grid can hold. */
+static tj_status workspace_for(tj_context *ctx, void *stream, size_t bytes, CuDevicePtr *out) {
+  tj_status st = TJ_OK;
+  pthread_mutex_lock(&ctx->workspace_lock);
+  RtWorkspace *w = NULL;
+  for (int i = 0; i < ctx->nworkspaces && !w; i++)
+    if (ctx->workspaces[i].stream == stream) w = &ctx->workspaces[i];
+  if (w && w->bytes < bytes) { /* a bigger one: the old one is done with once the stream is */
+    CuResult r = ctx->cu->cuStreamSynchronize((CuStream)stream);
+    if (r == RT_CUDA_SUCCESS) r = ctx->cu->cuMemFree(w->ptr);
+    if (r != RT_CUDA_SUCCESS) st = rt_fail_driver(ctx, "cuMemFree (workspace)", r);
+    w->ptr = 0;
+    w->bytes = 0;
+  }
+  if (st == TJ_OK && !w && ctx->nworkspaces == RT_MAX_WORKSPACES)
+    st = rt_fail(ctx, TJ_ERR_UNSUPPORTED,
+                 "grid-level kernels run on at most %d streams per context", RT_MAX_WORKSPACES);
+  if (st == TJ_OK && !w) {
+    w = &ctx->workspaces[ctx->nworkspaces++];
+    w->stream = stream;
+  }
+  if (st == TJ_OK && !w->ptr) {
+    size_t want = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
+    CuResult r = ctx->cu->cuMemAlloc(&w->ptr, want);
+    if (r == RT_CUDA_SUCCESS) r = ctx->cu->cuMemsetD8Async(w->ptr, 0, want, (CuStream)stream);
+    if (r != RT_CUDA_SUCCESS) st = rt_fail_driver(ctx, "cuMemAlloc (workspace)", r);
+    w->bytes = r == RT_CUDA_SUCCESS ? want : 0;
+  }
+  if (st == TJ_OK) *out = w->ptr;
+  pthread_mutex_unlock(&ctx->workspace_lock);
+  return st;
+}
+
+void rt_workspace_free_all(tj_context *ctx) {
+  pthread_mutex_lock(&ctx->workspace_lock);
+  for (int i = 0; i < ctx->nworkspaces; i++)
+    if (ctx->workspaces[i].ptr) ctx->cu->cuMemFree(ctx->workspaces[i].ptr);
+  ctx->nworkspaces = 0;
+  pthread_mutex_unlock(&ctx->workspace_lock);
+}
+
+/* ---- launching ----------------------------------------------------------------- */
+
+static CuResult launch_ex(tj_context *ctx, const tj_kernel *k, int64_t ctas, void *stream,
+                          void **params) {
+  const tj_launch_shape *shape = &k->report.info.shape;
+  RtLaunchAttribute attrs[2];
+  unsigned count = 0;
+  memset(attrs, 0, sizeof attrs);
+  if (shape->cluster > 1) {
+    attrs[count].id = RT_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[count].value.cluster.x = (unsigned)shape->cluster;
+    attrs[count].value.cluster.y = attrs[count].value.cluster.z = 1;
+    count++;
+  }
+  if (shape->cooperative) {
+    attrs[count].id = RT_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[count].value.cooperative = 1;
+    count++;
+  }
+  RtLaunchConfig config = {(unsigned)ctas, 1, 1, (unsigned)shape->threads, 1, 1, 0,
+                           (CuStream)stream, attrs, count};
+  return ctx->cu->cuLaunchKernelEx(&config, k->function, params, NULL);
+}
+
+tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t *hidden,
                     int64_t instances, void *stream) {
+  const tj_launch_shape *shape = &k->report.info.shape;
   int64_t ctas = rt_launch_ctas(ctx, k, instances);
-  *count_slot = (uint64_t)instances;
+  int next = k->param_count - k->hidden_count;
+  hidden[1] = (uint64_t)instances;
+  if (k->hidden_count == 2) params[next++] = &hidden[0];
+  params[next] = &hidden[1];
   RtBinding binding;
   tj_status st = rt_bind(ctx, &binding);
   if (st != TJ_OK) return st;
-  CuResult r = ctx->cu->cuLaunchKernel(k->function, (unsigned)ctas, 1, 1,
-                                       (unsigned)k->report.info.shape.threads, 1, 1, 0,
-                                       (CuStream)stream, params, NULL);
+  if (ctas < 1) {
+    rt_unbind(ctx, &binding);
+    return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "%s: no CTA can be launched",
+                   k->report.info.entry);
+  }
+  if (shape->workspace_bytes > 0) {
+    CuDevicePtr ws = 0;
+    size_t groups = (size_t)(ctas / shape->ctas_per_program);
+    st = workspace_for(ctx, stream, groups * (size_t)shape->workspace_bytes, &ws);
+    if (st != TJ_OK) {
+      rt_unbind(ctx, &binding);
+      return st;
+    }
+    hidden[0] = ws;
+  }
+  CuResult r;
+  if (shape->cluster > 1 || shape->cooperative)
+    r = launch_ex(ctx, k, ctas, stream, params);
+  else
+    r = ctx->cu->cuLaunchKernel(k->function, (unsigned)ctas, 1, 1, (unsigned)shape->threads, 1,
+                                1, 0, (CuStream)stream, params, NULL);
   rt_unbind(ctx, &binding);
-  return r == RT_CUDA_SUCCESS ? TJ_OK : rt_fail_driver(ctx, "cuLaunchKernel", r);
+  return r == RT_CUDA_SUCCESS ? TJ_OK
+                              : rt_fail_driver(ctx, shape->cluster > 1 || shape->cooperative
+                                                        ? "cuLaunchKernelEx"
+                                                        : "cuLaunchKernel",
+                                               r);
 }
 
 static const char *const arg_kind_names[] = {"TJ_ARG_PTR", "TJ_ARG_INT", "TJ_ARG_FLOAT"};
@@ -92,21 +208,21 @@ tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int
   if (!k || k->ctx != ctx)
     return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_launch: the kernel is %s",
                    k ? "from another context" : "NULL");
-  if (count != k->param_count - 1 || (count > 0 && !args))
+  int wanted = k->param_count - k->hidden_count;
+  if (count != wanted || (count > 0 && !args))
     return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_launch: %s takes %d arguments, got %d%s",
-                   k->report.info.entry, k->param_count - 1, count, args ? "" : " (args NULL)");
+                   k->report.info.entry, wanted, count, args ? "" : " (args NULL)");
   if (grid < 0 || grid > INT32_MAX)
     return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT,
                    "tj_launch: grid %lld is outside [0, 2^31-1] (program_id is i32)",
                    (long long)grid);
-  uint64_t slots[RT_MAX_PARAMS];
-  void *params[RT_MAX_PARAMS];
+  uint64_t slots[RT_MAX_PARAMS], hidden[2] = {0, 0};
+  void *params[RT_MAX_PARAMS + 2];
   for (int i = 0; i < count; i++) {
     tj_status st = pack_one(ctx, (RtParamKind)k->param_kind[i], i, &args[i], &slots[i]);
     if (st != TJ_OK) return st;
     params[i] = &slots[i];
   }
-  params[count] = &slots[count];
   if (grid == 0) return TJ_OK;
-  return rt_launch(ctx, k, params, &slots[count], grid, stream);
+  return rt_launch(ctx, k, params, hidden, grid, stream);
 }

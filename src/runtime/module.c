@@ -9,8 +9,10 @@
  * has ptxas's register and spill lines) and asks for the JIT wall time. A
  * failed load becomes TJ_ERR_DRIVER with the driver's error name and the
  * ptxas log. Limits the launch must respect (threads per CTA against the
- * function's maximum, static shared memory against the device's) are
- * checked once here, so the launch path only compares the grid.
+ * function's maximum, static shared memory against the device's, how many
+ * CTAs, or clusters of them, can be resident at once) are checked once
+ * here, so the launch path only compares the grid. A kernel whose instances
+ * span several CTAs that can never be resident together is refused here.
  *
  * The cache key is the specialization key plus arch, requested ISA, backend
  * (with NVRTC's version) and the context id; hand-written PTX is keyed by
@@ -203,6 +205,52 @@ static tj_status load_module(tj_context *ctx, const char *ptx, tj_kernel *k, dou
   return TJ_OK;
 }
 
+/* Clusters: the non-portable sizes above 8 allowed, and how many clusters
+ * can be resident at once (cuOccupancyMaxActiveClusters): *ctas becomes
+ * that many clusters' CTAs. */
+static tj_status resident_clusters(tj_context *ctx, tj_kernel *k, int64_t *ctas, char *error) {
+  const RtDriver *cu = ctx->cu;
+  const tj_launch_shape *shape = &k->report.info.shape;
+  if (!ctx->info.cluster_launch)
+    return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: clusters of %d CTAs, but %s launches none",
+                     k->report.info.entry, shape->cluster, ctx->info.name);
+  CuResult r = RT_CUDA_SUCCESS;
+  if (shape->cluster > 8)
+    r = cu->cuFuncSetAttribute(k->function, RT_FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  if (r != RT_CUDA_SUCCESS)
+    return driver_fail_into(ctx, error, "cuFuncSetAttribute (non-portable cluster size)", r, NULL);
+  RtLaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = RT_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.cluster.x = (unsigned)shape->cluster;
+  attr.value.cluster.y = attr.value.cluster.z = 1;
+  RtLaunchConfig config = {(unsigned)shape->cluster, 1, 1, (unsigned)shape->threads, 1, 1, 0,
+                           NULL, &attr, 1};
+  int clusters = 0;
+  r = cu->cuOccupancyMaxActiveClusters(&clusters, k->function, &config);
+  if (r != RT_CUDA_SUCCESS)
+    return driver_fail_into(ctx, error, "cuOccupancyMaxActiveClusters", r, NULL);
+  *ctas = (int64_t)clusters * shape->cluster;
+  return TJ_OK;
+}
+
+/* The CTAs of one instance must fit on the device at once: all of them for
+ * a grid level, whose CTAs wait for each other (cooperative launch). */
+static tj_status check_spread(tj_context *ctx, tj_kernel *k, char *error) {
+  const tj_kernel_report *rep = &k->report;
+  const tj_launch_shape *shape = &rep->info.shape;
+  int per = shape->ctas_per_program > 0 ? shape->ctas_per_program : 1;
+  if (rep->max_ctas >= per && (!shape->cooperative || ctx->info.cooperative_launch)) return TJ_OK;
+  if (shape->cooperative && !ctx->info.cooperative_launch)
+    return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: needs a cooperative launch, which %s lacks",
+                     rep->info.entry, ctx->info.name);
+  return fail_into(error, TJ_ERR_UNSUPPORTED,
+                   "%s: one program instance spans %d CTAs (cluster %d) of %d threads, but %s "
+                   "holds %d such CTAs at once (%d registers, %d bytes of shared memory each)",
+                   rep->info.entry, per, shape->cluster, shape->threads, ctx->info.name,
+                   rep->max_ctas, rep->registers, shape->shared_bytes);
+}
+
 /* The function, its attributes, and the checks a launch relies on. */
 static tj_status inspect_function(tj_context *ctx, tj_kernel *k, char *error) {
   const RtDriver *cu = ctx->cu;
@@ -231,14 +279,19 @@ static tj_status inspect_function(tj_context *ctx, tj_kernel *k, char *error) {
     return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: no CTA of %d threads fits on an SM",
                      rep->info.entry, threads);
   int64_t ctas = (int64_t)per_sm * ctx->info.sm_count;
+  if (rep->info.shape.cluster > 1) {
+    tj_status st = resident_clusters(ctx, k, &ctas, error);
+    if (st != TJ_OK) return st;
+  }
   rep->max_ctas = (int)(ctas < ctx->info.max_grid_x ? ctas : ctx->info.max_grid_x);
-  return TJ_OK;
+  return check_spread(ctx, k, error);
 }
 
 /* The parameter kinds from the PTX, checked against the kernel ABI: the
  * program's parameters (generated) or any (hand-written, which must give
- * .reqntid), then the .u64 instance count. A mismatch in generated code is
- * ours (UNSUPPORTED); in hand-written PTX it is the caller's. */
+ * .reqntid), then tj_workspace for a grid level, then the .u64 instance
+ * count. A mismatch in generated code is ours (UNSUPPORTED); in
+ * hand-written PTX it is the caller's. */
 static tj_status read_signature(tj_kernel *k, const char *ptx, bool generated, char *error) {
   tj_kernel_info *info = &k->report.info;
   tj_status bad = generated ? TJ_ERR_UNSUPPORTED : TJ_ERR_INVALID_ARGUMENT;
@@ -247,15 +300,19 @@ static tj_status read_signature(tj_kernel *k, const char *ptx, bool generated, c
   if (!rt_ptx_signature(ptx, info->entry, k->param_kind, &k->param_count, &reqntid, why,
                         sizeof why))
     return fail_into(error, bad, "%s", why);
+  k->hidden_count = info->shape.workspace_bytes > 0 ? 2 : 1;
   if (!generated) {
     if (reqntid == 0)
       return fail_into(error, bad, "%s: hand-written PTX needs .reqntid", info->entry);
     info->shape.threads = reqntid;
     info->param_count = k->param_count - 1;
   }
-  if (k->param_count != info->param_count + 1 || k->param_kind[k->param_count - 1] != RT_PARAM_B64)
+  bool wide = true;
+  for (int i = info->param_count; i < k->param_count; i++)
+    wide &= k->param_kind[i] == RT_PARAM_B64;
+  if (k->param_count != info->param_count + k->hidden_count || !wide)
     return fail_into(error, bad, "%s: %d parameters, expected %d with the .u64 instance count last",
-                     info->entry, k->param_count, info->param_count + 1);
+                     info->entry, k->param_count, info->param_count + k->hidden_count);
   return TJ_OK;
 }
 
@@ -349,6 +406,8 @@ static tj_status compile_raw(void *arg, RtCompiled *out) {
   memset(&info, 0, sizeof info);
   snprintf(info.entry, sizeof info.entry, "%s", job->entry);
   info.shape.programs_per_cta = 1;
+  info.shape.cluster = 1;
+  info.shape.ctas_per_program = 1;
   info.arch = job->ctx->info.target_arch;
   return make_kernel(job->ctx, job->ptx, &info, false, out);
 }

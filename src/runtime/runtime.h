@@ -39,6 +39,27 @@ typedef struct CuStreamOpaque *CuStream;
 typedef struct CuEventOpaque *CuEvent;
 typedef unsigned long long CuDevicePtr;
 
+/* CUlaunchAttribute and CUlaunchConfig (CUDA 12.0), field for field. */
+typedef struct RtLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    void *align; /* the driver's union holds pointers: 8-byte aligned */
+    int cooperative;
+    struct {
+      unsigned x, y, z;
+    } cluster;
+  } value;
+} RtLaunchAttribute;
+
+typedef struct RtLaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CuStream stream;
+  RtLaunchAttribute *attrs;
+  unsigned attr_count;
+} RtLaunchConfig;
+
 /* The driver's constants we use; the values are the driver API's. */
 enum {
   RT_CUDA_SUCCESS = 0,
@@ -50,8 +71,16 @@ enum {
   RT_ATTR_MAX_THREADS_PER_SM = 39,
   RT_ATTR_CC_MAJOR = 75,
   RT_ATTR_CC_MINOR = 76,
+  RT_ATTR_L2_CACHE_SIZE = 38,
+  RT_ATTR_MAX_SHARED_PER_SM = 81,
+  RT_ATTR_MAX_REGISTERS_PER_SM = 82,
+  RT_ATTR_COOPERATIVE_LAUNCH = 95,
   RT_ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
   RT_ATTR_MAX_BLOCKS_PER_SM = 106,
+  RT_ATTR_CLUSTER_LAUNCH = 120,
+  RT_FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+  RT_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  RT_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
   RT_FUNC_MAX_THREADS_PER_BLOCK = 0,
   RT_FUNC_SHARED_SIZE_BYTES = 1,
   RT_FUNC_LOCAL_SIZE_BYTES = 3,
@@ -95,16 +124,23 @@ enum {
   X(cuFuncGetAttribute, 12000, (int *value, int attribute, CuFunction function))                   \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 12000,                                            \
     (int *blocks, CuFunction function, int block_size, size_t dynamic_shared))                     \
+  X(cuFuncSetAttribute, 12000, (CuFunction function, int attribute, int value))                   \
+  X(cuOccupancyMaxActiveClusters, 12000,                                                           \
+    (int *clusters, CuFunction function, const RtLaunchConfig *config))                            \
   X(cuLaunchKernel, 12000,                                                                         \
     (CuFunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,     \
      unsigned block_y, unsigned block_z, unsigned shared, CuStream stream, void **params,          \
      void **extra))                                                                                \
+  X(cuLaunchKernelEx, 12000,                                                                       \
+    (const RtLaunchConfig *config, CuFunction function, void **params, void **extra))             \
   X(cuMemAlloc, 12000, (CuDevicePtr * ptr, size_t bytes))                                          \
   X(cuMemFree, 12000, (CuDevicePtr ptr))                                                           \
   X(cuMemcpyHtoD, 12000, (CuDevicePtr dst, const void *src, size_t bytes))                         \
   X(cuMemcpyDtoH, 12000, (void *dst, CuDevicePtr src, size_t bytes))                               \
   X(cuMemcpyDtoD, 12000, (CuDevicePtr dst, CuDevicePtr src, size_t bytes))                         \
   X(cuMemsetD8, 12000, (CuDevicePtr dst, unsigned char value, size_t count))                       \
+  X(cuMemsetD8Async, 12000,                                                                        \
+    (CuDevicePtr dst, unsigned char value, size_t count, CuStream stream))                         \
   X(cuStreamCreate, 12000, (CuStream * stream, unsigned flags))                                    \
   X(cuStreamDestroy, 12000, (CuStream stream))                                                     \
   X(cuStreamSynchronize, 12000, (CuStream stream))                                                 \
@@ -155,6 +191,14 @@ typedef struct RtFastSlot {
   RtEntry *entry; /* holds a reference; NULL when empty */
 } RtFastSlot;
 
+/* A stream's workspace for kernels with a grid level (launch.c). */
+#define RT_MAX_WORKSPACES 16
+typedef struct RtWorkspace {
+  void *stream;
+  CuDevicePtr ptr;
+  size_t bytes;
+} RtWorkspace;
+
 struct tj_context {
   const RtDriver *cu;
   CuContext cuctx;
@@ -166,6 +210,9 @@ struct tj_context {
   RtCache *cache;
   pthread_mutex_t fast_lock;
   RtFastSlot fast[RT_FAST_SLOTS];
+  pthread_mutex_t workspace_lock;
+  RtWorkspace workspaces[RT_MAX_WORKSPACES];
+  int nworkspaces;
 };
 
 /* Records a failure for the calling thread on ctx (NULL: no context) and
@@ -201,7 +248,8 @@ struct tj_kernel {
   CuModule module;
   CuFunction function;
   tj_kernel_report report;
-  int param_count; /* with the hidden instance count last */
+  int param_count;  /* with the hidden ones: tj_workspace (grid level only), the instance count */
+  int hidden_count; /* 1, or 2 with tj_workspace */
   uint8_t param_kind[RT_MAX_PARAMS];
   char *log; /* the driver's JIT info log */
 };
@@ -271,10 +319,12 @@ void rt_cache_stats(RtCache *c, tj_cache_stats *out);
 /* The CTAs a launch of `instances` instances of k takes (from its shape). */
 int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instances);
 /* Launches k over instances program instances on stream. params holds one
- * pointer per kernel parameter, the hidden instance count included (its slot
- * is filled here). instances > 0. */
-tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t *count_slot,
+ * pointer per program parameter and room for the hidden ones, which are
+ * filled here from hidden[2]. instances > 0. */
+tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t *hidden,
                     int64_t instances, void *stream);
+/* Frees every stream's workspace (context teardown, after a synchronize). */
+void rt_workspace_free_all(tj_context *ctx);
 
 /* ---------------------------------------------------- softmax_launch.c */
 

@@ -21,9 +21,9 @@
 
 #include <string.h>
 
-/* The softmax program's parameters (tilejit.h) and the hidden count. */
-static const uint8_t softmax_params[] = {RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B64,
-                                         RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_B64};
+/* The softmax program's parameters (tilejit.h), without the hidden ones. */
+static const uint8_t softmax_params[] = {RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B64,
+                                         RT_PARAM_I32};
 #define SOFTMAX_PARAM_COUNT ((int)sizeof softmax_params)
 
 /* ----------------------------------------------------- argument checks */
@@ -126,7 +126,7 @@ void rt_softmax_reset(tj_context *ctx) {
 /* ------------------------------------------------------- the slow path */
 
 static tj_status check_kernel(tj_context *ctx, const tj_kernel *k) {
-  if (k->param_count == SOFTMAX_PARAM_COUNT &&
+  if (k->param_count - k->hidden_count == SOFTMAX_PARAM_COUNT &&
       memcmp(k->param_kind, softmax_params, sizeof softmax_params) == 0)
     return TJ_OK;
   return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "tj_softmax: %s does not have softmax's parameters",
@@ -192,12 +192,12 @@ tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint
     if ((st = compile_softmax(ctx, &key, &e)) != TJ_OK) return st;
     fast_store(ctx, &key, e);
   }
-  uint64_t slots[SOFTMAX_PARAM_COUNT] = {y, x, (uint64_t)y_stride, (uint64_t)x_stride, 0, 0};
+  uint64_t slots[SOFTMAX_PARAM_COUNT] = {y, x, (uint64_t)y_stride, (uint64_t)x_stride, 0};
+  uint64_t hidden[2] = {0, 0};
   uint32_t n32 = (uint32_t)n;
   memcpy(&slots[4], &n32, sizeof n32);
-  void *params[SOFTMAX_PARAM_COUNT] = {&slots[0], &slots[1], &slots[2],
-                                       &slots[3], &slots[4], &slots[5]};
-  st = rt_launch(ctx, rt_entry_value(e), params, &slots[5], m, stream);
+  void *params[SOFTMAX_PARAM_COUNT + 2] = {&slots[0], &slots[1], &slots[2], &slots[3], &slots[4]};
+  st = rt_launch(ctx, rt_entry_value(e), params, hidden, m, stream);
   rt_entry_release(e);
   return st;
 }
