@@ -5,7 +5,7 @@
  *     │ cg_analyze          facts per value (analyze.c)
  *     │ cg_plan_layout      the geometry (geometry.c), then VEC and repeats
  *     │                     per tile length (layout.c)
- *     │ cg_plan_barriers    shared-memory regions of reductions (reduce.c)
+ *     │ cg_plan_reductions    shared-memory regions of reductions (reduce.c)
  *     │ cg_lower_kernel     the body, instruction by instruction (lower.c)
  *     ▼ assemble            prologue template, entry, params, .reqntid,
  *                           register declarations, shared memory, body
@@ -159,7 +159,7 @@ static tj_status run(CgCtx *c, const tj_codegen_options *o, char **ptx, tj_kerne
   if (st == TJ_OK) st = cg_analyze(c);
   for (int v = 0; st == TJ_OK && v < c->p->nvalues; v++) c->vals[v].form = c->facts.form[v];
   if (st == TJ_OK) st = cg_plan_layout(c);
-  if (st == TJ_OK) st = cg_plan_barriers(c);
+  if (st == TJ_OK) st = cg_plan_reductions(c);
   if (st == TJ_OK) cg_lower_kernel(c);
   if (c->status != TJ_OK) return c->status;
   if (c->em.body.oom) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");

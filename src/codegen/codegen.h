@@ -235,48 +235,66 @@ typedef struct CgShared {
   CgOperand lane0;       /* pred: lane 0 of its warp */
   int cluster_at;        /* offset of the cluster level's regions */
   int cluster_region;    /* bytes per region: a slot per CTA of the cluster */
-  CgOperand cluster_local;  /* b32: this CTA's cluster region 0 */
-  CgOperand cluster_remote; /* b32: slot [own rank] of region 0 of CTA tid (tid < C) */
-  CgOperand pusher;         /* pred: tid < C */
 } CgShared;
 
 /* The grid level's workspace (global memory, the tj_workspace parameter):
  * per group of CTAs a block of `block` bytes, its barrier counter first,
- * then at byte 128 two partials per rank (16 bytes a rank). */
+ * then at byte CG_WORKSPACE_HEADER two partials per rank (16 bytes a rank). */
 typedef struct CgWorkspace {
   int block;
-  CgOperand counter;   /* b64: the group's counter */
-  CgOperand partial;   /* b64: this CTA's (cluster's) partial, region 0 */
-  CgOperand read;      /* b64: the partial this thread reads, region 0 */
-  CgOperand inc;       /* b32: what this CTA adds to the counter on arrival */
-  CgOperand first;     /* pred: thread 0 of its CTA */
-  CgOperand publisher; /* pred: thread 0 of cluster rank 0 */
-  CgOperand reader;    /* pred: reads a partial (lane or thread index < S) */
 } CgWorkspace;
 
 #define CG_WORKSPACE_HEADER 128
 
+/* A reduction's value as it travels up the levels: one operand, or, for a
+ * reduce_max fused with its reduce_sum (reduce.c), the pair (max, sum of
+ * exp(x - max)). */
+typedef struct CgRed {
+  tj_op op;     /* TJ_OP_REDUCE_MAX or _SUM; a pair travels as MAX */
+  tj_elem elem; /* f32 or i32 (an i32 max as keys, cg_int_key) */
+  bool pair;
+  CgOperand x;  /* the value, or the pair's max */
+  CgOperand d;  /* the pair's sum */
+} CgRed;
+
 /* Whether reductions combine across this level in c's geometry. */
 bool cg_level_used(const CgCtx *c, CgLevel level);
-/* Pairwise combination of n values into one; a butterfly over `lanes`;
- * one round through the warp level's region of reduction `inst`. */
-CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n);
-CgOperand cg_butterfly(CgCtx *c, tj_op op, tj_elem elem, CgOperand x, int lanes);
-CgOperand cg_warps_round(CgCtx *c, int inst, tj_elem elem, CgOperand x);
-/* Plans regions and barriers of cross-warp reductions (per instruction). */
-tj_status cg_plan_barriers(CgCtx *c);
+/* Regions and barriers per reduction (c->sites), and fused pairs (c->partner). */
+tj_status cg_plan_reductions(CgCtx *c);
 /* Addresses the levels in use need, in the kernel's prologue. */
 void cg_reduce_prologue(CgCtx *c);
 void cg_lower_reduce(CgCtx *c, int inst);
+/* The pieces, for streamed kernels (stream.c) and the levels across CTAs:
+ * the identity; two values combined; n combined pairwise; the thread's
+ * slots [first, first + count) of the reduced tile; a butterfly over
+ * `lanes`; one round through the warp level's region; every level above
+ * the thread; the result (and the fused sum's) set from the final value. */
+CgRed cg_red_identity(tj_op op, tj_elem elem, bool pair);
+CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b);
+CgRed cg_red_tree(CgCtx *c, CgRed *v, int n);
+CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n);
+CgRed cg_red_slots(CgCtx *c, int inst, int first, int count);
+CgRed cg_red_butterfly(CgCtx *c, CgRed r, int lanes);
+CgRed cg_red_warps_round(CgCtx *c, int inst, CgRed r);
+CgRed cg_red_levels(CgCtx *c, int inst, CgRed r);
+void cg_red_finish(CgCtx *c, int inst, CgRed r);
+/* Partials in memory: bytes per slot (8 when any pair exists, else 4); a
+ * predicated store at address + at in a state space ("shared",
+ * "shared::cluster", "global"); n values from slots stride bytes apart. */
+int cg_red_slot_bytes(const CgCtx *c);
+void cg_red_store(CgCtx *c, const char *space, CgOperand pred, CgOperand address, int at,
+                  CgRed r);
+void cg_red_load(CgCtx *c, const char *space, CgOperand address, int at, int stride, CgRed like,
+                 CgRed *v, int n);
 
 /* -------------------------------------------------------- reduce_ctas.c */
 
-/* The levels across CTAs: their prologue (addresses, the cluster's start
- * barrier) and their combiners, for reduction instruction `inst`. */
+/* The levels across CTAs: their prologue (storage sizes, the cluster's
+ * start barrier) and their combiners, for reduction instruction `inst`. */
 void cg_cluster_prologue(CgCtx *c);
 void cg_grid_prologue(CgCtx *c);
-CgOperand cg_across_cluster(CgCtx *c, int inst, tj_elem elem, CgOperand x);
-CgOperand cg_across_grid(CgCtx *c, int inst, tj_elem elem, CgOperand x);
+CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r);
+CgRed cg_across_grid(CgCtx *c, int inst, CgRed r);
 
 /* ------------------------------------------------------------ memory.c */
 
@@ -346,7 +364,10 @@ struct CgCtx {
   CgEmit em;
   CgFacts facts;
   CgVal *vals;
-  CgSite *sites; /* per instruction */
+  CgSite *sites;    /* per instruction */
+  int32_t *partner; /* per instruction: a fused reduce_max's reduce_sum and back, or -1 */
+  bool pairs;       /* some reduction is a fused pair */
+  bool streamed;    /* the widest tile is streamed in pieces (stream.c) */
   CgGeometry geo;
   CgLayout layouts[CG_MAX_LAYOUTS];
   int nlayouts;

@@ -21,14 +21,29 @@
  *   5. across the CTAs (or clusters) of a group of the grid, through global
  *      memory (both in reduce_ctas.c).
  *
- * Level 1 is within_thread; the others are in `levels`. Levels 3 to 5 each
+ * Level 1 is cg_red_slots; the others are in `levels`. Levels 3 to 5 each
  * use two regions of their storage. A region may be written again only
- * after a barrier that follows every read of it; cg_plan_barriers walks the
- * program (loops to a fixpoint, the loop over instances included) and picks
- * for each reduction a region nobody may still be reading, adding a barrier
- * only when both might be. Softmax's max and sum alternate and need none.
- * Every thread of every CTA of an instance combines the same values in the
- * same order, so all of them hold the same result, bit for bit.
+ * after a barrier that follows every read of it; cg_plan_reductions walks
+ * the program (loops to a fixpoint, the loop over instances included) and
+ * picks for each reduction a region nobody may still be reading, adding a
+ * barrier only when both might be. Softmax's max and sum alternate and need
+ * none. Every thread of every CTA of an instance combines the same values in
+ * the same order, so all of them hold the same result, bit for bit.
+ *
+ * Fused pairs. Where a round across CTAs is costly (a cluster or grid level)
+ * or a tile is streamed (stream.c), the pattern
+ *     m = reduce_max t;  s = reduce_sum (exp (t - m))
+ * is computed in one round, as softmax's online normalizer (Milakov and
+ * Gimelshein, 2018): every thread holds a pair (m, d), m the max of its
+ * elements and d = sum exp(x - m), and two pairs merge into
+ *     M = max(ma, mb),  D = da e^(ma - M) + db e^(mb - M)
+ * where a side whose m is -inf (all its elements -inf, or none) adds 0
+ * rather than 0 * e^(-inf - M). A thread's own d uses 0 for an all -inf
+ * max, so -inf elements add exactly 0. At the end s = D, except that s is
+ * NaN where M is -inf (a row of all -inf), as the unfused sum of
+ * exp(-inf - -inf) is; +inf and NaN elements make D NaN as they make s.
+ * The sum is rounded differently from the interpreter's pairwise order, as
+ * every GPU reduction is (see interp.c); the values agree within testing.md.
  */
 #include "codegen/codegen.h"
 
@@ -70,23 +85,104 @@ static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
       int end = (int)in->iimm;
       dirty = loop(c, i + 1, end, dirty);
       i = end;
-    } else if (is_reduce(in)) {
-      site(c, i, &dirty);
+    } else if (is_reduce(in) && c->partner[i] < i) {
+      site(c, i, &dirty); /* a fused sum travels with its max */
     }
   }
   return dirty;
 }
 
-tj_status cg_plan_barriers(CgCtx *c) {
-  c->sites = cg_arena_alloc(&c->arena, sizeof *c->sites * ((size_t)c->p->ninsts + 1));
-  if (!c->sites) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+static int def_op(const CgCtx *c, int value) { return c->p->insts[c->p->defs[value]].op; }
+
+/* The reduce_max that reduce_sum `inst` fuses with, or -1. */
+static int fusable_max(const CgCtx *c, int inst) {
+  const tj_program *p = c->p;
+  int e = p->insts[inst].args[0];
+  if (p->types[e].elem != TJ_F32 || def_op(c, e) != TJ_OP_EXP) return -1;
+  const IrInst *exp = &p->insts[p->defs[e]];
+  int u = exp->args[0];
+  if (def_op(c, u) != TJ_OP_SUB) return -1;
+  const IrInst *sub = &p->insts[p->defs[u]];
+  int t = sub->args[0], m = sub->args[1];
+  if (p->types[m].shape != TJ_SCALAR || def_op(c, m) != TJ_OP_REDUCE_MAX) return -1;
+  int max = p->defs[m];
+  if (p->insts[max].args[0] != t || p->scopes[m] != p->scopes[p->insts[inst].result]) return -1;
+  return max;
+}
+
+/* Pairs a reduce_sum with its reduce_max where a round is costly. */
+static void find_pairs(CgCtx *c) {
+  for (int i = 0; i < c->p->ninsts; i++) c->partner[i] = -1;
+  if (c->geo.split == 1 && !c->streamed) return; /* clusters meet cheaply: two rounds */
+  for (int i = 0; i < c->p->ninsts; i++) {
+    if (c->p->insts[i].op != TJ_OP_REDUCE_SUM) continue;
+    int max = fusable_max(c, i);
+    if (max < 0 || c->partner[max] >= 0) continue;
+    c->partner[max] = i;
+    c->partner[i] = max;
+    c->pairs = true;
+  }
+}
+
+tj_status cg_plan_reductions(CgCtx *c) {
+  size_t n = (size_t)c->p->ninsts + 1;
+  c->sites = cg_arena_alloc(&c->arena, sizeof *c->sites * n);
+  c->partner = cg_arena_alloc(&c->arena, sizeof *c->partner * n);
+  if (!c->sites || !c->partner) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  find_pairs(c);
   if (cg_level_used(c, CG_LEVEL_WARP) || cg_multi_cta(c)) loop(c, 0, c->p->ninsts, 0);
   return TJ_OK;
 }
 
-/* ---- lowering ---------------------------------------------------------------- */
+/* ---- values and their combination --------------------------------------------- */
+
+static CgOperand f32_imm(uint32_t bits) { return cg_imm(CG_F32, bits); }
+#define NEG_INF 0xFF800000u
+#define NAN_F32 0x7FFFFFFFu
+
+CgRed cg_red_identity(tj_op op, tj_elem elem, bool pair) {
+  CgRed r = {op, elem, pair, cg_identity(op, elem), f32_imm(0)};
+  return r;
+}
+
+/* e^(a - b), as exp does (ptx_ops.c). */
+static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
+  CgOperand args[2] = {a, b};
+  CgOperand diff = cg_apply(c, TJ_OP_SUB, TJ_F32, args, 2);
+  return cg_apply(c, TJ_OP_EXP, TJ_F32, &diff, 1);
+}
+
+/* d e^(m - top), or 0 where m is -inf. */
+static CgOperand rescale(CgCtx *c, CgOperand m, CgOperand d, CgOperand top) {
+  CgEmit *e = &c->em;
+  CgOperand empty = cg_reg(e, CG_PRED), scaled = cg_reg(e, CG_F32), out = cg_reg(e, CG_F32);
+  cg_line(e, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(m));
+  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(scaled), CG_N(d), CG_N(exp_diff(c, m, top)));
+  cg_line(e, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(out), CG_N(scaled), CG_N(empty));
+  return out;
+}
+
+CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {
+  CgRed r = a;
+  r.x = cg_combine(c, a.op, a.elem, a.x, b.x);
+  if (!a.pair) return r;
+  CgOperand args[2] = {rescale(c, a.x, a.d, r.x), rescale(c, b.x, b.d, r.x)};
+  r.d = cg_reg(&c->em, CG_F32);
+  cg_line(&c->em, "add.f32 %s, %s, %s;", CG_N(r.d), CG_N(args[0]), CG_N(args[1]));
+  return r;
+}
 
 /* Combines n values pairwise, level by level, into v[0]. */
+CgRed cg_red_tree(CgCtx *c, CgRed *v, int n) {
+  while (n > 1) {
+    int half = n / 2;
+    for (int i = 0; i < half; i++) v[i] = cg_red_combine(c, v[2 * i], v[2 * i + 1]);
+    if (n % 2) v[half] = v[n - 1];
+    n = half + n % 2;
+  }
+  return v[0];
+}
+
 CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n) {
   while (n > 1) {
     int half = n / 2;
@@ -97,82 +193,162 @@ CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n) 
   return v[0];
 }
 
-static CgOperand within_thread(CgCtx *c, const IrInst *in, tj_elem elem) {
-  CgLayout *l = cg_layout_of(c, in->args[0]);
-  CgOperand *v = cg_new_slots(c, l->slots);
-  if (!v) return cg_imm(CG_B32, 0);
-  bool keys = in->op == TJ_OP_REDUCE_MAX && elem == TJ_I32;
-  for (int k = 0; k < l->slots; k++) {
-    v[k] = cg_slot(c, in->args[0], k);
+/* ---- level 1: a thread's own slots ---------------------------------------------- */
+
+/* The thread's values of `tile` at slots [first, first + count), the
+ * identity where a slot is outside the tile; i32 maxes as keys. */
+static CgOperand *slot_values(CgCtx *c, tj_op op, int tile, int first, int count) {
+  CgLayout *l = cg_layout_of(c, tile);
+  tj_elem elem = cg_elem_of(c, tile);
+  CgOperand *v = cg_new_slots(c, count);
+  if (!v) return NULL;
+  bool keys = op == TJ_OP_REDUCE_MAX && elem == TJ_I32;
+  for (int k = 0; k < count; k++) {
+    int slot = first + k;
+    v[k] = cg_slot(c, tile, slot);
     if (keys) v[k] = cg_int_key(c, v[k]);
-    if (k / l->vec != l->partial) continue;
+    if (slot / l->vec != l->partial) continue;
     CgOperand d = cg_reg_of(c, elem);
-    cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d), CG_N(v[k]),
-            CG_N(cg_identity((tj_op)in->op, elem)), CG_N(l->slot_ok));
+    cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d),
+            CG_N(v[k]), CG_N(cg_identity(op, elem)), CG_N(l->slot_ok));
     v[k] = d;
   }
-  CgOperand x = cg_reduce_tree(c, (tj_op)in->op, elem, v, l->slots);
-  if (in->op == TJ_OP_REDUCE_MAX && elem == TJ_F32)
-    x = cg_combine(c, TJ_OP_REDUCE_MAX, elem, x, cg_identity(TJ_OP_REDUCE_MAX, elem));
-  return x;
+  return v;
+}
+
+/* sum exp(v[k] - top) into four running sums, added in turn and then to
+ * each other: the values stay live for the program's later use of them, so
+ * only four partials are added to what a thread holds. */
+static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top) {
+  CgOperand part[4];
+  int used = count < 4 ? count : 4;
+  for (int k = 0; k < count; k++) {
+    CgOperand e = exp_diff(c, v[k], top);
+    if (k < 4) {
+      part[k] = e;
+      continue;
+    }
+    CgOperand sum = cg_reg(&c->em, CG_F32);
+    cg_line(&c->em, "add.f32 %s, %s, %s;", CG_N(sum), CG_N(part[k % 4]), CG_N(e));
+    part[k % 4] = sum;
+  }
+  return cg_reduce_tree(c, TJ_OP_REDUCE_SUM, TJ_F32, part, used);
+}
+
+CgRed cg_red_slots(CgCtx *c, int inst, int first, int count) {
+  const IrInst *in = &c->p->insts[inst];
+  tj_op op = (tj_op)in->op;
+  tj_elem elem = cg_elem_of(c, in->args[0]);
+  CgRed r = cg_red_identity(op, elem, c->partner[inst] >= 0);
+  CgOperand *v = slot_values(c, op, in->args[0], first, count);
+  if (!v) return r;
+  CgOperand *kept = r.pair ? cg_new_slots(c, count) : v;
+  if (!kept) return r;
+  if (r.pair) memcpy(kept, v, sizeof *v * (size_t)count);
+  r.x = cg_reduce_tree(c, op, elem, v, count);
+  if (op == TJ_OP_REDUCE_MAX && elem == TJ_F32)
+    r.x = cg_combine(c, TJ_OP_REDUCE_MAX, elem, r.x, cg_identity(TJ_OP_REDUCE_MAX, elem));
+  if (!r.pair) return r;
+  CgOperand safe = cg_reg(&c->em, CG_F32), empty = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(r.x));
+  cg_line(&c->em, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(safe), CG_N(r.x), CG_N(empty));
+  r.d = sum_exps(c, kept, count, safe);
+  return r;
+}
+
+/* ---- storage of partials ---------------------------------------------------------- */
+
+static const char *type_of(tj_elem elem) { return elem == TJ_F32 ? "f32" : "b32"; }
+
+int cg_red_slot_bytes(const CgCtx *c) { return c->pairs ? 8 : 4; }
+
+void cg_red_store(CgCtx *c, const char *space, CgOperand pred, CgOperand address, int at,
+                  CgRed r) {
+  r.x = cg_in_reg(c, r.x);
+  if (!r.pair) {
+    cg_line(&c->em, "@%s st.%s.%s %s, %s;", CG_N(pred), space, type_of(r.elem),
+            cg_address(address, at).s, CG_N(r.x));
+    return;
+  }
+  r.d = cg_in_reg(c, r.d);
+  cg_line(&c->em, "@%s st.%s.v2.f32 %s, {%s, %s};", CG_N(pred), space, cg_address(address, at).s,
+          CG_N(r.x), CG_N(r.d));
+}
+
+/* n values from slots `stride` bytes apart at address + at: scalars four
+ * at a time, pairs two at a time. */
+void cg_red_load(CgCtx *c, const char *space, CgOperand address, int at, int stride, CgRed like,
+                 CgRed *v, int n) {
+  int per = like.pair ? 2 : 4;
+  for (int k = 0; k < n;) {
+    int m = n - k >= per ? per : n - k >= 2 && !like.pair ? 2 : 1;
+    char list[160] = "";
+    for (int i = 0; i < m; i++) {
+      v[k + i] = like;
+      v[k + i].x = cg_reg_of(c, like.elem);
+      if (like.pair) v[k + i].d = cg_reg(&c->em, CG_F32);
+      size_t len = strlen(list);
+      if (like.pair)
+        snprintf(list + len, sizeof list - len, "%s%s, %s", i ? ", " : "", CG_N(v[k + i].x),
+                 CG_N(v[k + i].d));
+      else
+        snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", CG_N(v[k + i].x));
+    }
+    int words = like.pair ? 2 * m : m;
+    if (words == 1)
+      cg_line(&c->em, "ld.%s.%s %s, %s;", space, type_of(like.elem), list,
+              cg_address(address, at + stride * k).s);
+    else
+      cg_line(&c->em, "ld.%s.v%d.%s {%s}, %s;", space, words, type_of(like.elem), list,
+              cg_address(address, at + stride * k).s);
+    k += m;
+  }
 }
 
 /* ---- the levels --------------------------------------------------------------- */
 
 /* A butterfly over `lanes` lanes (a power of two up to 32). */
-CgOperand cg_butterfly(CgCtx *c, tj_op op, tj_elem elem, CgOperand x, int lanes) {
+CgRed cg_red_butterfly(CgCtx *c, CgRed r, int lanes) {
   for (int offset = lanes / 2; offset >= 1; offset /= 2) {
-    x = cg_in_reg(c, x);
-    CgOperand t = cg_reg_of(c, elem);
-    cg_line(&c->em, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", CG_N(t), CG_N(x), offset);
-    x = cg_combine(c, op, elem, x, t);
+    CgRed t = r;
+    r.x = cg_in_reg(c, r.x);
+    t.x = cg_reg_of(c, r.elem);
+    cg_line(&c->em, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", CG_N(t.x), CG_N(r.x), offset);
+    if (r.pair) {
+      r.d = cg_in_reg(c, r.d);
+      t.d = cg_reg(&c->em, CG_F32);
+      cg_line(&c->em, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", CG_N(t.d), CG_N(r.d), offset);
+    }
+    r = cg_red_combine(c, r, t);
   }
-  return x;
+  return r;
 }
 
 /* Lanes: a butterfly over the lanes of a group, or of each warp. */
-static CgOperand across_lanes(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
-  int lanes = c->geo.group < 32 ? c->geo.group : 32;
-  return cg_butterfly(c, (tj_op)c->p->insts[inst].op, elem, x, lanes);
+static CgRed across_lanes(CgCtx *c, int inst, CgRed r) {
+  (void)inst;
+  return cg_red_butterfly(c, r, c->geo.group < 32 ? c->geo.group : 32);
 }
 
 /* Lane 0 of each warp stores its partial, bar.sync, every thread reads its
- * group's partials (4 at a time) and combines them in order. */
-CgOperand cg_warps_round(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
-  const CgSite *s = &c->sites[inst];
+ * group's partials and combines them in order. */
+CgRed cg_red_warps_round(CgCtx *c, int inst, CgRed r) {
   const CgShared *sh = &c->shared;
-  int warps = c->geo.group / 32, at = s->region * sh->warp_region;
-  const char *type = elem == TJ_F32 ? "f32" : "b32";
-  CgOperand v[32];
-  x = cg_in_reg(c, x);
-  cg_line(&c->em, "@%s st.shared.%s %s, %s;", CG_N(sh->lane0), type, cg_address(sh->write, at).s,
-          CG_N(x));
+  int warps = c->geo.group / 32, at = c->sites[inst].region * sh->warp_region;
+  CgRed v[32];
+  cg_red_store(c, "shared", sh->lane0, sh->write, at, r);
   cg_line(&c->em, "bar.sync 0;");
-  for (int w = 0; w < warps;) {
-    int n = warps - w >= 4 ? 4 : warps - w >= 2 ? 2 : 1;
-    char list[128] = "";
-    for (int i = 0; i < n; i++) {
-      v[w + i] = cg_reg_of(c, elem);
-      size_t len = strlen(list);
-      snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", CG_N(v[w + i]));
-    }
-    if (n == 1)
-      cg_line(&c->em, "ld.shared.%s %s, %s;", type, list, cg_address(sh->read, at + 4 * w).s);
-    else
-      cg_line(&c->em, "ld.shared.v%d.%s {%s}, %s;", n, type, list,
-              cg_address(sh->read, at + 4 * w).s);
-    w += n;
-  }
-  return cg_reduce_tree(c, (tj_op)c->p->insts[inst].op, elem, v, warps);
+  cg_red_load(c, "shared", sh->read, at, cg_red_slot_bytes(c), r, v, warps);
+  return cg_red_tree(c, v, warps);
 }
 
 /* Warps: the round above, after a barrier when both regions may be read. */
-static CgOperand across_warps(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
+static CgRed across_warps(CgCtx *c, int inst, CgRed r) {
   if (c->sites[inst].extra_barrier) cg_line(&c->em, "bar.sync 0;");
-  return cg_warps_round(c, inst, elem, x);
+  return cg_red_warps_round(c, inst, r);
 }
 
-typedef CgOperand (*CombineLevel)(CgCtx *c, int inst, tj_elem elem, CgOperand x);
+typedef CgRed (*CombineLevel)(CgCtx *c, int inst, CgRed r);
 
 static const struct {
   CgLevel level;
@@ -184,6 +360,19 @@ static const struct {
     {CG_LEVEL_GRID, cg_across_grid},
 };
 _Static_assert(TJ_COUNTOF(levels) == CG_LEVEL_COUNT, "one combiner per level");
+
+bool cg_level_used(const CgCtx *c, CgLevel level) {
+  switch (level) {
+  case CG_LEVEL_LANE: return true;
+  case CG_LEVEL_WARP: return c->geo.group > 32;
+  case CG_LEVEL_CLUSTER: return c->geo.cluster > 1;
+  case CG_LEVEL_GRID: return c->geo.split > 1;
+  case CG_LEVEL_COUNT: break;
+  }
+  return false;
+}
+
+/* ---- prologue ----------------------------------------------------------------- */
 
 /* Shared-memory addresses of cross-warp reductions: where this warp writes
  * its partial, and where its group's partials start. */
@@ -197,16 +386,17 @@ static void warp_addresses(CgCtx *c) {
   const CgGeometry *g = &c->geo;
   CgShared *sh = &c->shared;
   CgEmit *e = &c->em;
+  int slot = cg_red_slot_bytes(c);
   CgOperand base = cg_reg(e, CG_B32), lane = cg_reg(e, CG_B32);
-  sh->warp_region = ((g->warps * 4) + 15) / 16 * 16;
+  sh->warp_region = ((g->warps * slot) + 15) / 16 * 16;
   sh->bytes = 2 * sh->warp_region;
   cg_line(e, "mov.u32 %s, tj_smem;", CG_N(base));
   cg_line(e, "and.b32 %s, %s, 31;", CG_N(lane), CG_N(g->tid));
   sh->lane0 = cg_reg(e, CG_PRED);
   cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(sh->lane0), CG_N(lane));
   CgOperand warp = cg_reg(e, CG_B32);
-  cg_line(e, "shr.u32 %s, %s, 3;", CG_N(warp), CG_N(g->tid));
-  cg_line(e, "and.b32 %s, %s, -4;", CG_N(warp), CG_N(warp));
+  cg_line(e, "shr.u32 %s, %s, %d;", CG_N(warp), CG_N(g->tid), 5 - cg_log2(slot));
+  cg_line(e, "and.b32 %s, %s, %d;", CG_N(warp), CG_N(warp), -slot);
   sh->write = cg_reg(e, CG_B32);
   cg_line(e, "add.s32 %s, %s, %s;", CG_N(sh->write), CG_N(base), CG_N(warp));
   sh->read = base;
@@ -214,7 +404,7 @@ static void warp_addresses(CgCtx *c) {
   CgOperand offset = cg_reg(e, CG_B32);
   sh->read = cg_reg(e, CG_B32);
   cg_line(e, "shl.b32 %s, %s, %d;", CG_N(offset), CG_N(g->group_index),
-          cg_log2(g->group / 32) + 2);
+          cg_log2(g->group / 32) + cg_log2(slot));
   cg_line(e, "add.s32 %s, %s, %s;", CG_N(sh->read), CG_N(base), CG_N(offset));
 }
 
@@ -225,23 +415,29 @@ void cg_reduce_prologue(CgCtx *c) {
   if (cg_level_used(c, CG_LEVEL_GRID)) cg_grid_prologue(c);
 }
 
-bool cg_level_used(const CgCtx *c, CgLevel level) {
-  switch (level) {
-  case CG_LEVEL_LANE: return true;
-  case CG_LEVEL_WARP: return c->geo.group > 32;
-  case CG_LEVEL_CLUSTER: return c->geo.cluster > 1;
-  case CG_LEVEL_GRID: return c->geo.split > 1;
-  case CG_LEVEL_COUNT: break;
-  }
-  return false;
+/* ---- lowering ------------------------------------------------------------------ */
+
+CgRed cg_red_levels(CgCtx *c, int inst, CgRed r) {
+  for (size_t i = 0; i < TJ_COUNTOF(levels); i++)
+    if (cg_level_used(c, levels[i].level)) r = levels[i].combine(c, inst, r);
+  return r;
+}
+
+void cg_red_finish(CgCtx *c, int inst, CgRed r) {
+  const IrInst *in = &c->p->insts[inst];
+  if (in->op == TJ_OP_REDUCE_MAX && r.elem == TJ_I32) r.x = cg_int_key(c, r.x);
+  c->vals[in->result].op = r.x;
+  if (!r.pair) return;
+  CgOperand empty = cg_reg(&c->em, CG_PRED), s = cg_reg(&c->em, CG_F32);
+  cg_line(&c->em, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(r.x));
+  cg_line(&c->em, "selp.f32 %s, %s, %s, %s;", CG_N(s), CG_N(f32_imm(NAN_F32)), CG_N(r.d),
+          CG_N(empty));
+  c->vals[c->p->insts[c->partner[inst]].result].op = s;
 }
 
 void cg_lower_reduce(CgCtx *c, int inst) {
-  const IrInst *in = &c->p->insts[inst];
-  tj_elem elem = cg_elem_of(c, in->args[0]);
-  CgOperand x = within_thread(c, in, elem);
-  for (size_t i = 0; i < TJ_COUNTOF(levels); i++)
-    if (cg_level_used(c, levels[i].level)) x = levels[i].combine(c, inst, elem, x);
-  if (in->op == TJ_OP_REDUCE_MAX && elem == TJ_I32) x = cg_int_key(c, x);
-  c->vals[in->result].op = x;
+  if (c->partner[inst] >= 0 && c->partner[inst] < inst) return; /* its max computed it */
+  CgLayout *l = cg_layout_of(c, c->p->insts[inst].args[0]);
+  CgRed r = cg_red_slots(c, inst, 0, l->slots);
+  cg_red_finish(c, inst, cg_red_levels(c, inst, r));
 }

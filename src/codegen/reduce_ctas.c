@@ -51,61 +51,45 @@ static void cluster_barrier(CgCtx *c) {
 }
 
 void cg_cluster_prologue(CgCtx *c) {
-  CgEmit *e = &c->em;
-  const CgGeometry *g = &c->geo;
   CgShared *sh = &c->shared;
   sh->cluster_at = sh->bytes;
-  sh->cluster_region = (g->cluster * 4 + 15) / 16 * 16;
+  sh->cluster_region = (c->geo.cluster * cg_red_slot_bytes(c) + 15) / 16 * 16;
   sh->bytes += 2 * sh->cluster_region;
   cluster_barrier(c); /* every CTA of the cluster has started */
-  CgOperand base = cg_reg(e, CG_B32), target = cg_reg(e, CG_B32), offset = cg_reg(e, CG_B32);
-  CgOperand mine = cg_reg(e, CG_B32);
-  sh->cluster_local = cg_reg(e, CG_B32);
-  sh->cluster_remote = cg_reg(e, CG_B32);
-  sh->pusher = cg_reg(e, CG_PRED);
-  cg_line(e, "mov.u32 %s, tj_smem;", CG_N(base));
-  cg_line(e, "add.s32 %s, %s, %d;", CG_N(sh->cluster_local), CG_N(base), sh->cluster_at);
-  cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(sh->pusher), CG_N(g->tid), g->cluster);
-  cg_line(e, "selp.b32 %s, %s, 0, %s;", CG_N(target), CG_N(g->tid), CG_N(sh->pusher));
-  cg_line(e, "shl.b32 %s, %s, 2;", CG_N(offset), CG_N(g->cluster_rank));
-  cg_line(e, "add.s32 %s, %s, %s;", CG_N(mine), CG_N(sh->cluster_local), CG_N(offset));
-  cg_line(e, "mapa.shared::cluster.u32 %s, %s, %s;", CG_N(sh->cluster_remote), CG_N(mine),
-          CG_N(target));
 }
 
-/* Reads n values of `type` from consecutive 4-byte slots at address + at,
- * four at a time. */
-static void read_slots(CgCtx *c, const char *space, CgOperand address, int at, tj_elem elem,
-                       CgOperand *v, int n) {
-  for (int k = 0; k < n;) {
-    int m = n - k >= 4 ? 4 : n - k >= 2 ? 2 : 1;
-    char list[128] = "";
-    for (int i = 0; i < m; i++) {
-      v[k + i] = cg_reg_of(c, elem);
-      size_t len = strlen(list);
-      snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", CG_N(v[k + i]));
-    }
-    if (m == 1)
-      cg_line(&c->em, "ld.%s.%s %s, %s;", space, type_of(elem), list,
-              cg_address(address, at + 4 * k).s);
-    else
-      cg_line(&c->em, "ld.%s.v%d.%s {%s}, %s;", space, m, type_of(elem), list,
-              cg_address(address, at + 4 * k).s);
-    k += m;
-  }
+/* Addresses are made where they are used, from tid and the special
+ * registers, rather than kept live across the body: a thread holding a
+ * whole row's share has no registers to spare. base: this CTA's cluster
+ * region 0; remote: slot [own rank] of region 0 of CTA tid; pusher: tid < C. */
+static void cluster_addresses(CgCtx *c, CgOperand *base, CgOperand *remote, CgOperand *pusher) {
+  CgEmit *e = &c->em;
+  const CgGeometry *g = &c->geo;
+  CgOperand rank = cg_reg(e, CG_B32), offset = cg_reg(e, CG_B32), mine = cg_reg(e, CG_B32);
+  CgOperand target = cg_reg(e, CG_B32), smem = cg_reg(e, CG_B32);
+  *base = cg_reg(e, CG_B32);
+  *remote = cg_reg(e, CG_B32);
+  *pusher = cg_reg(e, CG_PRED);
+  cg_line(e, "mov.u32 %s, tj_smem;", CG_N(smem));
+  cg_line(e, "add.s32 %s, %s, %d;", CG_N(*base), CG_N(smem), c->shared.cluster_at);
+  cg_line(e, "mov.u32 %s, %%cluster_ctarank;", CG_N(rank));
+  cg_line(e, "shl.b32 %s, %s, %d;", CG_N(offset), CG_N(rank), cg_log2(cg_red_slot_bytes(c)));
+  cg_line(e, "add.s32 %s, %s, %s;", CG_N(mine), CG_N(*base), CG_N(offset));
+  cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(*pusher), CG_N(g->tid), g->cluster);
+  cg_line(e, "selp.b32 %s, %s, 0, %s;", CG_N(target), CG_N(g->tid), CG_N(*pusher));
+  cg_line(e, "mapa.shared::cluster.u32 %s, %s, %s;", CG_N(*remote), CG_N(mine), CG_N(target));
 }
 
-CgOperand cg_across_cluster(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
-  const CgShared *sh = &c->shared;
-  int at = c->sites[inst].region * sh->cluster_region;
-  CgOperand v[CG_MAX_CLUSTER];
+CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r) {
+  int at = c->sites[inst].region * c->shared.cluster_region;
+  CgRed v[CG_MAX_CLUSTER];
+  CgOperand base, remote, pusher;
   if (c->sites[inst].extra_barrier) cluster_barrier(c);
-  x = cg_in_reg(c, x);
-  cg_line(&c->em, "@%s st.shared::cluster.%s %s, %s;", CG_N(sh->pusher), type_of(elem),
-          cg_address(sh->cluster_remote, at).s, CG_N(x));
+  cluster_addresses(c, &base, &remote, &pusher);
+  cg_red_store(c, "shared::cluster", pusher, remote, at, r);
   cluster_barrier(c);
-  read_slots(c, "shared", sh->cluster_local, at, elem, v, c->geo.cluster);
-  return cg_reduce_tree(c, (tj_op)c->p->insts[inst].op, elem, v, c->geo.cluster);
+  cg_red_load(c, "shared", base, at, cg_red_slot_bytes(c), r, v, c->geo.cluster);
+  return cg_red_tree(c, v, c->geo.cluster);
 }
 
 /* ---- grid ------------------------------------------------------------------- */
@@ -118,51 +102,68 @@ static CgOperand wide_offset(CgCtx *c, CgOperand base, CgOperand index, int scal
 }
 
 void cg_grid_prologue(CgCtx *c) {
+  c->ws.block = CG_WORKSPACE_HEADER + (c->geo.split * 16 + 127) / 128 * 128;
+}
+
+/* The workspace's addresses for this CTA, made where they are used (see
+ * cluster_addresses): its group's counter, its own partial, the partial
+ * this thread reads; and what it adds to the counter. */
+typedef struct GridAddresses {
+  CgOperand counter, partial, read, inc;
+  CgOperand first, publisher, reader; /* thread 0; thread 0 of cluster rank 0; reads one */
+} GridAddresses;
+
+static GridAddresses grid_addresses(CgCtx *c) {
   CgEmit *e = &c->em;
   const CgGeometry *g = &c->geo;
-  CgWorkspace *w = &c->ws;
-  int participants = g->cluster * g->split, lanes = g->split <= 32 ? 32 : g->threads;
-  w->block = CG_WORKSPACE_HEADER + (g->split * 16 + 127) / 128 * 128;
-  CgOperand raw = cg_reg(e, CG_B64), ws = cg_reg(e, CG_B64), master = cg_reg(e, CG_PRED);
-  CgOperand index = g->tid;
+  GridAddresses a;
+  int participants = g->cluster * g->split;
+  CgOperand raw = cg_reg(e, CG_B64), ws = cg_reg(e, CG_B64), unit = cg_reg(e, CG_B32);
+  CgOperand group = cg_reg(e, CG_B32), rank = cg_reg(e, CG_B32), master = cg_reg(e, CG_PRED);
+  CgOperand crank = cg_imm_int(CG_B32, 0), partials = cg_reg(e, CG_B64), index = g->tid;
   cg_line(e, "ld.param.u64 %s, [tj_workspace];", CG_N(raw));
   cg_line(e, "cvta.to.global.u64 %s, %s;", CG_N(ws), CG_N(raw));
-  w->counter = wide_offset(c, ws, g->unit, w->block);
-  CgOperand partials = cg_reg(e, CG_B64);
-  cg_line(e, "add.s64 %s, %s, %d;", CG_N(partials), CG_N(w->counter), CG_WORKSPACE_HEADER);
-  w->partial = wide_offset(c, partials, g->split_rank, 16);
-  w->first = cg_reg(e, CG_PRED);
-  w->publisher = cg_reg(e, CG_PRED);
-  w->inc = cg_reg(e, CG_B32);
-  w->reader = cg_reg(e, CG_PRED);
-  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(w->first), CG_N(g->tid));
-  cg_line(e, "setp.eq.and.u32 %s, %s, 0, %s;", CG_N(w->publisher), CG_N(g->cluster_rank),
-          CG_N(w->first));
-  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(master), CG_N(g->split_rank));
-  cg_line(e, "setp.eq.and.u32 %s, %s, 0, %s;", CG_N(master), CG_N(g->cluster_rank), CG_N(master));
-  cg_line(e, "selp.b32 %s, %u, 1, %s;", CG_N(w->inc), 0x80000000u - (unsigned)(participants - 1),
+  cg_line(e, "mov.u32 %s, %s;", CG_N(unit), g->cluster > 1 ? "%clusterid.x" : "%ctaid.x");
+  cg_line(e, "div.u32 %s, %s, %d;", CG_N(group), CG_N(unit), g->split);
+  cg_line(e, "rem.u32 %s, %s, %d;", CG_N(rank), CG_N(unit), g->split);
+  if (g->cluster > 1) {
+    crank = cg_reg(e, CG_B32);
+    cg_line(e, "mov.u32 %s, %%cluster_ctarank;", CG_N(crank));
+  }
+  a.counter = wide_offset(c, ws, group, c->ws.block);
+  cg_line(e, "add.s64 %s, %s, %d;", CG_N(partials), CG_N(a.counter), CG_WORKSPACE_HEADER);
+  a.partial = wide_offset(c, partials, rank, 16);
+  a.first = cg_reg(e, CG_PRED);
+  a.publisher = cg_reg(e, CG_PRED);
+  a.inc = cg_reg(e, CG_B32);
+  a.reader = cg_reg(e, CG_PRED);
+  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(a.first), CG_N(g->tid));
+  cg_line(e, "setp.eq.and.u32 %s, %s, 0, %s;", CG_N(a.publisher), CG_N(crank), CG_N(a.first));
+  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(master), CG_N(rank));
+  cg_line(e, "setp.eq.and.u32 %s, %s, 0, %s;", CG_N(master), CG_N(crank), CG_N(master));
+  cg_line(e, "selp.b32 %s, %u, 1, %s;", CG_N(a.inc), 0x80000000u - (unsigned)(participants - 1),
           CG_N(master));
-  if (lanes == 32) {
+  if (g->split <= 32) {
     index = cg_reg(e, CG_B32);
     cg_line(e, "and.b32 %s, %s, 31;", CG_N(index), CG_N(g->tid));
   }
-  cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(w->reader), CG_N(index), g->split);
-  w->read = wide_offset(c, partials, index, 16);
+  cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->split);
+  a.read = wide_offset(c, partials, index, 16);
+  return a;
 }
 
 /* The group's barrier: thread 0 of each CTA arrives and spins, bar.sync
  * holds the others. */
-static void grid_barrier(CgCtx *c) {
+static void grid_barrier(CgCtx *c, const GridAddresses *a) {
   CgEmit *e = &c->em;
-  const CgWorkspace *w = &c->ws;
   int label = e->labels++;
   CgOperand old = cg_reg(e, CG_B32), now = cg_reg(e, CG_B32), diff = cg_reg(e, CG_B32);
   CgOperand spin = cg_reg(e, CG_PRED);
-  cg_line(e, "@!%s bra $Lgrid_wait_%d;", CG_N(w->first), label);
-  cg_line(e, "atom.add.release.gpu.global.u32 %s, [%s], %s;", CG_N(old), CG_N(w->counter),
-          CG_N(w->inc));
+  cg_line(e, "@!%s bra $Lgrid_wait_%d;", CG_N(a->first), label);
+  cg_line(e, "atom.add.release.gpu.global.u32 %s, [%s], %s;", CG_N(old), CG_N(a->counter),
+          CG_N(a->inc));
   cg_raw(e, "$Lgrid_spin_%d:\n", label);
-  cg_line(e, "ld.acquire.gpu.global.u32 %s, [%s];", CG_N(now), CG_N(w->counter));
+  cg_line(e, "ld.acquire.gpu.global.u32 %s, [%s];", CG_N(now), CG_N(a->counter));
   cg_line(e, "xor.b32 %s, %s, %s;", CG_N(diff), CG_N(now), CG_N(old));
   cg_line(e, "setp.gt.s32 %s, %s, -1;", CG_N(spin), CG_N(diff));
   cg_line(e, "@%s bra $Lgrid_spin_%d;", CG_N(spin), label);
@@ -170,22 +171,27 @@ static void grid_barrier(CgCtx *c) {
   cg_line(e, "bar.sync 0;");
 }
 
-CgOperand cg_across_grid(CgCtx *c, int inst, tj_elem elem, CgOperand x) {
-  const CgWorkspace *w = &c->ws;
-  tj_op op = (tj_op)c->p->insts[inst].op;
+CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
   int at = 8 * c->sites[inst].region;
-  if (c->sites[inst].extra_barrier) grid_barrier(c);
-  x = cg_in_reg(c, x);
-  cg_line(&c->em, "@%s st.global.%s %s, %s;", CG_N(w->publisher), type_of(elem),
-          cg_address(w->partial, at).s, CG_N(x));
-  grid_barrier(c);
-  CgOperand y = cg_reg_of(c, elem);
-  cg_mov(c, y, cg_identity(op, elem));
-  cg_line(&c->em, "@%s ld.global.cg.%s %s, %s;", CG_N(w->reader), type_of(elem), CG_N(y),
-          cg_address(w->read, at).s);
+  GridAddresses a = grid_addresses(c);
+  if (c->sites[inst].extra_barrier) grid_barrier(c, &a);
+  cg_red_store(c, "global", a.publisher, a.partial, at, r);
+  grid_barrier(c, &a);
+  CgRed y = cg_red_identity(r.op, r.elem, r.pair);
+  y.x = cg_reg_of(c, r.elem);
+  cg_mov(c, y.x, cg_identity(r.op, r.elem));
+  if (r.pair) {
+    y.d = cg_reg(&c->em, CG_F32);
+    cg_mov(c, y.d, cg_imm(CG_F32, 0));
+    cg_line(&c->em, "@%s ld.global.cg.v2.f32 {%s, %s}, %s;", CG_N(a.reader), CG_N(y.x),
+            CG_N(y.d), cg_address(a.read, at).s);
+  } else {
+    cg_line(&c->em, "@%s ld.global.cg.%s %s, %s;", CG_N(a.reader), type_of(r.elem), CG_N(y.x),
+            cg_address(a.read, at).s);
+  }
   int lanes = 1;
   while (lanes < c->geo.split && lanes < 32) lanes *= 2;
-  y = cg_butterfly(c, op, elem, y, lanes);
-  if (c->geo.split > 32) y = cg_warps_round(c, inst, elem, y);
+  y = cg_red_butterfly(c, y, lanes);
+  if (c->geo.split > 32) y = cg_red_warps_round(c, inst, y);
   return y;
 }
