@@ -141,6 +141,22 @@ START_TEST(online_softmax_matches_interpreter) {
 }
 END_TEST
 
+/* A tile wider than a thread's registers (over 128 elements a thread with
+ * one warp) is streamed in pieces: the max and the sum in one phase as a
+ * fused pair, then x again, the pieces in reverse. Widths with rows of
+ * padding pieces, unaligned rows (one element at a time) and every dtype. */
+START_TEST(streamed_softmax_matches_interpreter) {
+  static const int64_t ns[] = {4097, 8192, 9000, 16000};
+  static const int aligns[] = {16, 0};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+      for (int a = 0; a < 2; a++) {
+        Case k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, ns[i], 1, aligns[a], (int)(i + d) % 2 ? 80 : 90};
+        run_softmax(&k);
+      }
+}
+END_TEST
+
 /* ---- random programs --------------------------------------------------------- */
 
 static bool close_values(double got, double want, double scale) {
@@ -264,6 +280,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 300);
   tcase_add_loop_test(t, softmax_matches_interpreter, 0, (int)(sizeof widths / sizeof widths[0]));
   tcase_add_test(t, online_softmax_matches_interpreter);
+  tcase_add_test(t, streamed_softmax_matches_interpreter);
   tcase_add_test(t, i32_max_and_min_of_negations);
   suite_add_tcase(s, t);
   TCase *r = tcase_create("random");

@@ -143,7 +143,7 @@ static bool parse_valued(Options *o, const char *opt, char *val) {
   int64_t v;
   if (!strcmp(opt, "-n")) return parse_int(val, 0, INT64_MAX / 2, &o->n);
   if (!strcmp(opt, "-m")) return parse_int(val, 0, INT64_MAX / 2, &o->m);
-  if (!strcmp(opt, "--block")) return parse_int(val, 1, 1 << 24, &o->block);
+  if (!strcmp(opt, "--block")) return parse_int(val, 1, 1 << 30, &o->block);
   if (!strcmp(opt, "--warps")) return parse_int(val, 1, 32, &v) && (o->warps = (int)v, true);
   if (!strcmp(opt, "--align")) return parse_int(val, 1, 16, &v) && (o->align = (int)v, true);
   if (!strcmp(opt, "--cluster")) return parse_int(val, 1, 16, &v) && (o->cluster = (int)v, true);

@@ -259,7 +259,9 @@ typedef struct CgRed {
 
 /* Whether reductions combine across this level in c's geometry. */
 bool cg_level_used(const CgCtx *c, CgLevel level);
-/* Regions and barriers per reduction (c->sites), and fused pairs (c->partner). */
+/* Fused pairs (c->partner), where a round is costly: a grid level, or a
+ * streamed tile. Then regions and barriers per reduction (c->sites). */
+tj_status cg_find_pairs(CgCtx *c);
 tj_status cg_plan_reductions(CgCtx *c);
 /* Addresses the levels in use need, in the kernel's prologue. */
 void cg_reduce_prologue(CgCtx *c);
@@ -341,6 +343,30 @@ CgOperand cg_combine(CgCtx *c, tj_op reduce, tj_elem elem, CgOperand a, CgOperan
  * for sum, 0 for an i32 sum and the key of INT_MIN (0) for an i32 max. */
 CgOperand cg_identity(tj_op reduce, tj_elem elem);
 
+/* ------------------------------------------------------------- stream.c */
+
+/* A tile streamed in pieces: its layout, the pieces, the elements one
+ * piece moves over the instance (step), and the phase of each instruction. */
+typedef struct CgStream {
+  int layout; /* -1: nothing is streamed */
+  int pieces;
+  int64_t step;
+  int phases;
+  int *phase; /* per instruction */
+} CgStream;
+
+/* Tile elements a thread keeps in registers at most (32768 / T, at most
+ * CG_MAX_SLOTS); a wider tile is streamed where the program allows. */
+int cg_stream_limit(const CgCtx *c);
+/* Decides whether the widest tile is streamed, its pieces, and the phases. */
+tj_status cg_plan_stream(CgCtx *c);
+/* Whether instruction i runs once per piece. */
+bool cg_stream_per_piece(const CgCtx *c, int i);
+/* The instance's body of a streamed kernel, phase by phase. */
+void cg_lower_streamed(CgCtx *c);
+/* The reductions in the order they combine across threads; their count. */
+int cg_stream_order(const CgCtx *c, int *order);
+
 /* -------------------------------------------------------------- lower.c */
 
 /* Per value: how the lowering holds it. */
@@ -368,6 +394,11 @@ struct CgCtx {
   int32_t *partner; /* per instruction: a fused reduce_max's reduce_sum and back, or -1 */
   bool pairs;       /* some reduction is a fused pair */
   bool streamed;    /* the widest tile is streamed in pieces (stream.c) */
+  CgStream stream;
+  int *stream_order; /* streamed: reductions in the order they combine */
+  int nstream_order;
+  CgOperand piece_start; /* streamed: the first element of the piece being lowered */
+  void *loops;       /* lower.c's stack of open counted loops */
   CgGeometry geo;
   CgLayout layouts[CG_MAX_LAYOUTS];
   int nlayouts;
@@ -377,6 +408,10 @@ struct CgCtx {
 
 /* The whole kernel: prologue, instance loop, body, epilogue. */
 void cg_lower_kernel(CgCtx *c);
+/* One instruction, as the body lowers it. */
+void cg_lower_inst(CgCtx *c, int i);
+/* Whether instruction i is computed once before the loop over instances. */
+bool cg_hoisted(const CgCtx *c, int i);
 
 /* ------------------------------------------------------------- values.c */
 

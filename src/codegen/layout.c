@@ -116,17 +116,30 @@ static void longest_tile(const CgCtx *c, int64_t *longest, int *vec) {
 static tj_status shape_layout(CgCtx *c, CgLayout *l) {
   int64_t span = c->geo.span * l->vec;
   int64_t reps = (l->len + span - 1) / span;
-  if (reps * l->vec > CG_MAX_SLOTS)
-    return cg_fail(
-        c, TJ_ERR_UNSUPPORTED,
-        "codegen: a tile of %lld elements needs %lld per thread with %d warps (at most %d); "
-        "use more warps or a smaller BLOCK",
-        (long long)l->len, (long long)(reps * l->vec), c->geo.warps, CG_MAX_SLOTS);
+  if (reps > (1 << 24))
+    return cg_fail(c, TJ_ERR_UNSUPPORTED,
+                   "codegen: a tile of %lld elements is %lld repeats per thread",
+                   (long long)l->len, (long long)reps);
   l->reps = (int)reps;
   l->slots = l->reps * l->vec;
   l->partial = l->len % span ? l->reps - 1 : -1;
   l->partial_lanes = (int)((l->len - (reps - 1) * span) / l->vec);
   l->slot_ok = l->guard = cg_true();
+  return TJ_OK;
+}
+
+/* What a thread holds of every tile, streamed or not, fits in registers. */
+static tj_status check_slots(CgCtx *c) {
+  for (int i = 0; i < c->nlayouts; i++) {
+    const CgLayout *l = &c->layouts[i];
+    if (l->slots > CG_MAX_SLOTS)
+      return cg_fail(
+          c, TJ_ERR_UNSUPPORTED,
+          "codegen: a tile of %lld elements needs %d per thread with %d warps (at most %d) and "
+          "cannot be streamed (stream.c: no loops, every store after the last reduction); "
+          "use more warps, CLUSTER or SPLIT, or a smaller BLOCK",
+          (long long)l->len, l->slots, c->geo.warps, CG_MAX_SLOTS);
+  }
   return TJ_OK;
 }
 
@@ -139,6 +152,8 @@ tj_status cg_plan_layout(CgCtx *c) {
   longest_tile(c, &longest, &vec);
   if ((st = cg_plan_geometry(c, longest, vec)) != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
+  if (st == TJ_OK) st = cg_plan_stream(c);
+  if (st == TJ_OK) st = check_slots(c);
   return st;
 }
 

@@ -97,7 +97,8 @@ static void lower_affine(CgCtx *c, const IrInst *in) {
   CgVal *r = &c->vals[in->result];
   const int32_t *x = in->args;
   if (in->op == TJ_OP_ARANGE) {
-    r->op = cg_imm_int(CG_B32, 0);
+    bool piece = c->streamed && r->layout == c->stream.layout;
+    r->op = piece ? c->piece_start : cg_imm_int(CG_B32, 0);
   } else if (in->op == TJ_OP_CAST) {
     r->op = cg_cast(c, c->vals[x[0]].op, elem_of(c, x[0]), (tj_elem)r->elem);
   } else {
@@ -305,15 +306,18 @@ static void lower_inst(CgCtx *c, LoopStack *s, int i) {
 /* ---- skeleton --------------------------------------------------------------- */
 
 /* Computed once, before the loop over instances. */
-static bool hoisted(const CgCtx *c, int i) {
+bool cg_hoisted(const CgCtx *c, int i) {
   int v = c->p->insts[i].result;
   if (v == IR_NONE || c->p->scopes[v] != IR_NONE || !c->facts.invariant[v]) return false;
   CgForm f = (CgForm)c->facts.form[v];
   return f == CG_FORM_SCALAR || f == CG_FORM_POINTER || f == CG_FORM_SPLAT;
 }
 
+void cg_lower_inst(CgCtx *c, int i) { lower_inst(c, c->loops, i); }
+
 void cg_lower_kernel(CgCtx *c) {
   LoopStack *s = cg_arena_alloc(&c->arena, sizeof *s);
+  c->loops = s;
   if (s) s->yielded = cg_arena_alloc(&c->arena, sizeof *s->yielded * ((size_t)c->p->nvalues + 1));
   if (!s || !s->yielded) {
     cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
@@ -321,9 +325,12 @@ void cg_lower_kernel(CgCtx *c) {
   }
   cg_geometry_prologue(c);
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++)
-    if (hoisted(c, i)) lower_inst(c, s, i);
+    if (cg_hoisted(c, i)) lower_inst(c, s, i);
   cg_instance_start(c);
-  for (int i = 0; i < c->p->ninsts && cg_ok(c); i++)
-    if (!hoisted(c, i)) lower_inst(c, s, i);
+  if (c->streamed)
+    cg_lower_streamed(c);
+  else
+    for (int i = 0; i < c->p->ninsts && cg_ok(c); i++)
+      if (!cg_hoisted(c, i)) lower_inst(c, s, i);
   cg_instance_end(c);
 }

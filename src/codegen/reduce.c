@@ -79,6 +79,11 @@ static unsigned loop(CgCtx *c, int from, int to, unsigned entry) {
 }
 
 static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
+  if (c->streamed) { /* no loops; reductions combine phase by phase */
+    for (int k = 0; k < c->nstream_order; k++)
+      if (c->partner[c->stream_order[k]] < c->stream_order[k]) site(c, c->stream_order[k], &dirty);
+    return dirty;
+  }
   for (int i = from; i < to; i++) {
     const IrInst *in = &c->p->insts[i];
     if (in->op == TJ_OP_FOR) {
@@ -111,9 +116,13 @@ static int fusable_max(const CgCtx *c, int inst) {
 }
 
 /* Pairs a reduce_sum with its reduce_max where a round is costly. */
-static void find_pairs(CgCtx *c) {
+tj_status cg_find_pairs(CgCtx *c) {
+  if (!c->partner)
+    c->partner = cg_arena_alloc(&c->arena, sizeof *c->partner * ((size_t)c->p->ninsts + 1));
+  if (!c->partner) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  c->pairs = false;
   for (int i = 0; i < c->p->ninsts; i++) c->partner[i] = -1;
-  if (c->geo.split == 1 && !c->streamed) return; /* clusters meet cheaply: two rounds */
+  if (c->geo.split == 1 && !c->streamed) return TJ_OK; /* clusters meet cheaply: two rounds */
   for (int i = 0; i < c->p->ninsts; i++) {
     if (c->p->insts[i].op != TJ_OP_REDUCE_SUM) continue;
     int max = fusable_max(c, i);
@@ -122,14 +131,19 @@ static void find_pairs(CgCtx *c) {
     c->partner[i] = max;
     c->pairs = true;
   }
+  return TJ_OK;
 }
 
 tj_status cg_plan_reductions(CgCtx *c) {
   size_t n = (size_t)c->p->ninsts + 1;
   c->sites = cg_arena_alloc(&c->arena, sizeof *c->sites * n);
-  c->partner = cg_arena_alloc(&c->arena, sizeof *c->partner * n);
-  if (!c->sites || !c->partner) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
-  find_pairs(c);
+  if (!c->sites) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!c->partner && cg_find_pairs(c) != TJ_OK) return c->status;
+  if (c->streamed) {
+    if (!(c->stream_order = cg_arena_alloc(&c->arena, sizeof *c->stream_order * n)))
+      return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+    c->nstream_order = cg_stream_order(c, c->stream_order);
+  }
   if (cg_level_used(c, CG_LEVEL_WARP) || cg_multi_cta(c)) loop(c, 0, c->p->ninsts, 0);
   return TJ_OK;
 }

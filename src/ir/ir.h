@@ -123,6 +123,8 @@ int ir_dtype_size(tj_dtype d);
 #define IR_NONE (-1)
 #define IR_MAX_ARGS 4
 #define IR_MAX_VALUES (1 << 20)
+/* The longest tile: 2^30 elements, so that every element index fits i32. */
+#define IR_MAX_TILE (1 << 30)
 
 typedef struct IrInst {
   uint8_t op;               /* tj_op */

@@ -34,10 +34,10 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
   if ((unsigned)o->dtype >= TJ_DTYPE_COUNT)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: unknown dtype %d", (int)o->dtype);
   if (o->n < 0) return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: negative n (%lld)", (long long)o->n);
-  if (o->block < 0 || (o->block && (!is_pow2(o->block) || o->block > (1 << 24))))
-    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: BLOCK %lld is not a power of two in [1, 2^24]", (long long)o->block);
-  if (!o->block && o->n > (1 << 24))
-    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: n %lld needs a BLOCK over 2^24", (long long)o->n);
+  if (o->block < 0 || (o->block && (!is_pow2(o->block) || o->block > IR_MAX_TILE)))
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: BLOCK %lld is not a power of two in [1, 2^30]", (long long)o->block);
+  if (!o->block && o->n > IR_MAX_TILE)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: n %lld needs a BLOCK over 2^30", (long long)o->n);
   if (o->num_warps && (!is_pow2(o->num_warps) || o->num_warps > 32))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: num_warps %d is not 1, 2, 4, 8, 16 or 32", o->num_warps);
   if (o->cluster < 0 || o->cluster > 16)

@@ -12,8 +12,6 @@
 
 #include <string.h>
 
-#define IR_MAX_TILE (1 << 24)
-
 static tj_status fail_at(tj_program *p, int inst, tj_status st, const char *rule) {
   TjBuf b;
   buf_init(&b);
@@ -65,7 +63,7 @@ static tj_status check_specialized(tj_program *p) {
     tj_type t = p->types[v];
     if (t.elem == TJ_DTYPE) return fail_at(p, i, TJ_ERR_VERIFY, "DTYPE is not bound");
     if (t.shape == TJ_TILE && (ir_tile_len(p, t) < 1 || ir_tile_len(p, t) > IR_MAX_TILE))
-      return fail_at(p, i, TJ_ERR_VERIFY, "tile length must be between 1 and 2^24");
+      return fail_at(p, i, TJ_ERR_VERIFY, "tile length must be between 1 and 2^30");
   }
   return TJ_OK;
 }
