@@ -339,29 +339,62 @@ tj_status tj_nvrtc_version(int *version);
 /* --------------------------------------------------------------- softmax */
 
 typedef enum tj_softmax_template {
-  TJ_SOFTMAX_AUTO,   /* single tile while the row fits one CTA, online beyond */
+  TJ_SOFTMAX_AUTO,   /* the single tile, unless n needs a BLOCK over 2^30 */
   TJ_SOFTMAX_SINGLE, /* templates/softmax.tj: the row in one tile */
-  TJ_SOFTMAX_ONLINE  /* templates/softmax_online.tj: chunks of CHUNK, two passes */
+  TJ_SOFTMAX_ONLINE  /* templates/softmax_online.tj: chunks of BLOCK, x read twice */
 } tj_softmax_template;
 
-/* Widest row the single-tile template takes under TJ_SOFTMAX_AUTO, and the
- * chunk (BLOCK) the online template uses by default. */
-#define TJ_SOFTMAX_MAX_TILE 32768
+/* The chunk (BLOCK) the online template uses by default. */
 #define TJ_SOFTMAX_CHUNK 4096
-
-/* The template TJ_SOFTMAX_AUTO resolves to for rows of n elements. */
-tj_softmax_template tj_softmax_pick(int64_t n);
 
 /* The softmax program. Its parameters, in order:
  *   y: ptr<DTYPE>, x: ptr<DTYPE>, y_stride: i64, x_stride: i64, n: i32
  * (strides in elements); its grid is M, one program instance per row. In the
  * single-tile template BLOCK >= n is the whole row; in the online template
- * BLOCK is the chunk, and n may be any size. */
+ * BLOCK is the chunk, and n may be any size. AUTO gives the single tile for
+ * n up to 2^30 and the online template beyond. */
 tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_program **out);
 
-/* Softmax's default specialization for dtype and n: BLOCK = next_pow2(n) for
- * the single tile, min(next_pow2(n), TJ_SOFTMAX_CHUNK) for the online one. */
-tj_status tj_softmax_spec_options(tj_softmax_template which, tj_dtype dtype, int64_t n,
+typedef struct tj_softmax_options {
+  int num_warps;                      /* 0 = the plan's */
+  tj_backend backend;                 /* TJ_BACKEND_PTX (0) or TJ_BACKEND_NVRTC */
+  tj_softmax_template which_template; /* TJ_SOFTMAX_AUTO (0): the plan's */
+  int cluster;                        /* CLUSTER; 0 = the plan's */
+  int split;                          /* SPLIT; 0 = the plan's */
+} tj_softmax_options;
+
+/* How softmax runs: a template and its specialization. */
+typedef struct tj_softmax_plan {
+  tj_softmax_template which; /* SINGLE or ONLINE, never AUTO */
+  int64_t block;             /* BLOCK */
+  int num_warps;             /* NUM_WARPS */
+  int cluster;               /* CLUSTER: CTAs of a cluster per row (1: none) */
+  int split;                 /* SPLIT: clusters (or CTAs) of the grid per row (1: none) */
+} tj_softmax_plan;
+
+typedef struct tj_device_info tj_device_info;
+
+/*
+ * The softmax strategy, in one place: for m rows of n elements of dtype on
+ * a device (NULL: the nominal device of tj_device_nominal(90)), honouring
+ * the options' choices (NULL: none):
+ *   - rows of up to 32768 elements: one CTA (or a lane group) per row, the
+ *     warps from tj_default_num_warps;
+ *   - wider rows, enough of them to fill the GPU: a thread-block cluster of
+ *     up to 16 CTAs per row (sm_90 and later), about 32 elements a thread,
+ *     streamed in pieces beyond 16 CTAs;
+ *   - few rows, or no clusters: the grid level, SPLIT CTAs per row so that
+ *     the rows fill the device; a row larger than a quarter of L2 takes
+ *     every CTA the device holds, the rows one after another, so that its
+ *     second read comes from L2.
+ * The runtime checks that the plan's CTAs can be resident together and
+ * halves CLUSTER, then SPLIT, until they can (tj_softmax).
+ */
+tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
+                              const tj_softmax_options *options, tj_softmax_plan *plan);
+
+/* The specialization options of a plan for rows of n elements of dtype. */
+tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
                                   tj_spec_options *out);
 
 /* Float conversions with the IR's exact rounding (round-to-nearest-even). */
@@ -413,7 +446,7 @@ typedef struct tj_context_options {
   int cache_capacity; /* 0 = TJ_CACHE_DEFAULT_CAPACITY */
 } tj_context_options;
 
-typedef struct tj_device_info {
+struct tj_device_info {
   char name[128];
   int ordinal;
   int arch;           /* the device's compute capability, 10*major+minor */
@@ -432,7 +465,11 @@ typedef struct tj_device_info {
   int l2_bytes;
   int cooperative_launch;         /* the device launches cooperative kernels (SPLIT > 1) */
   int cluster_launch;             /* the device launches thread-block clusters (CLUSTER > 1) */
-} tj_device_info;
+};
+
+/* A nominal device of an arch, for planning without a GPU (dump-ptx): the
+ * numbers of a common part of that arch (sm_90: an H100 SXM). */
+tj_status tj_device_nominal(int arch, tj_device_info *out);
 
 typedef struct tj_cache_stats {
   uint64_t hits;      /* lookups served by a loaded or loading kernel */
@@ -499,14 +536,9 @@ const char *tj_kernel_log(const tj_kernel *k);
 tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
                     int64_t grid, void *stream);
 
-typedef struct tj_softmax_options {
-  int num_warps;                      /* 0 = the default for BLOCK */
-  tj_backend backend;                 /* TJ_BACKEND_PTX (0) or TJ_BACKEND_NVRTC */
-  tj_softmax_template which_template; /* TJ_SOFTMAX_AUTO (0): by n */
-} tj_softmax_options;
-
 /* y = softmax(x) over each row of the m x n row-major matrices x and y of
- * dtype, with row strides in elements (>= n when m > 1), on stream. y == x
+ * dtype, with row strides in elements (>= n when m > 1), on stream, as
+ * tj_softmax_plan_for plans it for the context's device. y == x
  * (with equal strides) works in place; otherwise y and x must not overlap.
  * m and n are at most 2^31-1; offsets are 64-bit. m == 0 or n == 0 launches
  * nothing (NULL pointers allowed then). Pointers must be aligned to the

@@ -92,7 +92,13 @@ class _ContextOptions(ctypes.Structure):
 
 class _SoftmaxOptions(ctypes.Structure):
     _fields_ = [("num_warps", ctypes.c_int), ("backend", ctypes.c_int),
-                ("which_template", ctypes.c_int)]
+                ("which_template", ctypes.c_int), ("cluster", ctypes.c_int),
+                ("split", ctypes.c_int)]
+
+
+class _SoftmaxPlan(ctypes.Structure):
+    _fields_ = [("which", ctypes.c_int), ("block", ctypes.c_int64), ("num_warps", ctypes.c_int),
+                ("cluster", ctypes.c_int), ("split", ctypes.c_int)]
 
 
 class _DeviceInfo(ctypes.Structure):
@@ -101,7 +107,11 @@ class _DeviceInfo(ctypes.Structure):
             "ordinal", "arch", "target_arch", "ptx_version", "driver_version", "sm_count",
             "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm",
             "max_shared_per_block", "max_shared_per_block_optin")
-    ] + [("max_grid_x", ctypes.c_int64)]
+    ] + [("max_grid_x", ctypes.c_int64)] + [
+        (f, ctypes.c_int) for f in (
+            "max_shared_per_sm", "registers_per_sm", "l2_bytes", "cooperative_launch",
+            "cluster_launch")
+    ]
 
 
 class _CacheStats(ctypes.Structure):
@@ -113,8 +123,9 @@ class _CacheStats(ctypes.Structure):
 
 class _SpecOptions(ctypes.Structure):
     _fields_ = [("n", ctypes.c_int64), ("block", ctypes.c_int64), ("num_warps", ctypes.c_int),
-                ("dtype", ctypes.c_int), ("align", ctypes.c_int),
-                ("bindings", ctypes.c_void_p), ("binding_count", ctypes.c_int)]
+                ("dtype", ctypes.c_int), ("align", ctypes.c_int), ("cluster", ctypes.c_int),
+                ("split", ctypes.c_int), ("bindings", ctypes.c_void_p),
+                ("binding_count", ctypes.c_int)]
 
 
 class _CodegenOptions(ctypes.Structure):
@@ -167,7 +178,8 @@ _PROTOTYPES = {
     "tj_spec_error": (ctypes.c_char_p, [_VP]),
     "tj_spec_key": (ctypes.c_char_p, [_VP]),
     "tj_softmax_program": (_I, [_I, _I64, _P(_VP)]),
-    "tj_softmax_spec_options": (_I, [_I, _I, _I64, _P(_SpecOptions)]),
+    "tj_softmax_plan_for": (_I, [_VP, _I, _I64, _I64, _P(_SoftmaxOptions), _P(_SoftmaxPlan)]),
+    "tj_softmax_spec_options": (_I, [_P(_SoftmaxPlan), _I, _I64, _P(_SpecOptions)]),
     "tj_specialize": (_I, [_VP, _P(_SpecOptions), _P(_VP)]),
     "tj_emit_ptx": (_I, [_VP, _P(_CodegenOptions), _P(_VP), _VP]),
     "tj_emit_cuda": (_I, [_VP, _P(_CodegenOptions), _P(_VP), _VP]),
@@ -654,12 +666,15 @@ def _take_string(pointer):
         _lib.tj_free(pointer)
 
 
-def dump_ptx(n, dtype="f32", num_warps=0, arch=90, *, align=16, backend="ptx", emit="ptx"):
+def dump_ptx(n, dtype="f32", num_warps=0, arch=90, *, align=16, backend="ptx", emit="ptx",
+             rows=65536):
     """The code tilejit generates for softmax over rows of n elements: PTX
-    (emit="ptx", from backend "ptx" or "nvrtc") or CUDA C (emit="cuda").
-    align is the byte alignment of pointers and row strides to specialize
-    for (16 is what tilejit.softmax picks for torch's allocations). Needs no
-    GPU; backend "nvrtc" needs libnvrtc."""
+    (emit="ptx", from backend "ptx" or "nvrtc") or CUDA C (emit="cuda"),
+    as planned for `rows` rows on the GPU a tj_context would see (without
+    one, a nominal device of the arch). align is the byte alignment of
+    pointers and row strides to specialize for (16 is what tilejit.softmax
+    picks for torch's allocations). Needs no GPU; backend "nvrtc" needs
+    libnvrtc, and runs a row on one CTA."""
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"tilejit.dump_ptx: n must be an int >= 0, not {n!r}")
     code = _dtype_code(dtype)
@@ -669,23 +684,30 @@ def dump_ptx(n, dtype="f32", num_warps=0, arch=90, *, align=16, backend="ptx", e
     if emit_fn is None:
         raise ValueError(f"tilejit.dump_ptx: backend must be 'ptx' or 'nvrtc' and emit 'ptx' "
                          f"or 'cuda', not {backend!r}, {emit!r}")
+    plan = _SoftmaxPlan()
+    wanted = _SoftmaxOptions(num_warps=num_warps)
+    if backend == "nvrtc" or emit == "cuda":
+        wanted.cluster = wanted.split = 1
+    status = _lib.tj_softmax_plan_for(None, code, rows, n, ctypes.byref(wanted), ctypes.byref(plan))
+    if status:
+        raise Error(status, f"tj_softmax_plan_for: no plan for {rows} rows of {n} with "
+                            f"num_warps={num_warps} (1, 2, 4, 8, 16 or 32; 0: the plan's)")
     program = _VP()
-    status = _lib.tj_softmax_program(_TEMPLATES["auto"], n, ctypes.byref(program))
+    status = _lib.tj_softmax_program(plan.which, n, ctypes.byref(program))
     try:
         if status:
             message = _text(_lib.tj_program_error(program)) if program.value else ""
             raise Error(status, message or f"tj_softmax_program: {_status_name(status)} (n = {n})")
-        return _emit_softmax(program, code, n, num_warps, align, arch, emit_fn)
+        return _emit_softmax(program, plan, code, n, align, arch, emit_fn)
     finally:
         _lib.tj_program_destroy(program)
 
 
-def _emit_softmax(program, dtype, n, num_warps, align, arch, emit_fn):
+def _emit_softmax(program, plan, dtype, n, align, arch, emit_fn):
     options = _SpecOptions()
-    status = _lib.tj_softmax_spec_options(_TEMPLATES["auto"], dtype, n, ctypes.byref(options))
+    status = _lib.tj_softmax_spec_options(ctypes.byref(plan), dtype, n, ctypes.byref(options))
     if status:
         raise Error(status, f"tj_softmax_spec_options: no specialization for n = {n}")
-    options.num_warps = num_warps
     options.align = align
     spec = _VP()
     status = _lib.tj_specialize(program, ctypes.byref(options), ctypes.byref(spec))

@@ -182,6 +182,17 @@ void softmax_reference(const TjMatrix *x, double *ref) {
   for (int64_t row = 0; row < x->rows; row++) reference_row(x, row, ref + row * x->cols);
 }
 
+tj_status softmax_spec_options(tj_softmax_template which, tj_dtype dtype, int64_t rows, int64_t n,
+                               int arch, int warps, tj_spec_options *o) {
+  tj_device_info device;
+  tj_softmax_options options = {.num_warps = warps, .which_template = which};
+  tj_softmax_plan plan;
+  tj_status st = tj_device_nominal(arch ? arch : 90, &device);
+  if (st == TJ_OK) st = tj_softmax_plan_for(&device, dtype, rows, n, &options, &plan);
+  if (st == TJ_OK) st = tj_softmax_spec_options(&plan, dtype, n, o);
+  return st;
+}
+
 bool close_enough(double got, double want, TjTolerance t) {
   if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
   if (isinf(want) || isinf(got)) return got == want;

@@ -92,6 +92,12 @@ void matrix_fill_random(TjMatrix *m, TjRng *r, double scale, double spread);
  * +inf or NaN in it, is all NaN, as torch.softmax gives. */
 void softmax_reference(const TjMatrix *x, double *ref);
 
+/* The specialization tj_softmax would run for `rows` rows of n (the
+ * template: which, or the plan's for AUTO) on a nominal device of arch (0:
+ * sm_90), with warps (0: the plan's); cluster and split as planned. */
+tj_status softmax_spec_options(tj_softmax_template which, tj_dtype dtype, int64_t rows, int64_t n,
+                               int arch, int warps, tj_spec_options *o);
+
 /* |got - want| <= atol + rtol |want|; NaN only matches NaN, inf only itself. */
 bool close_enough(double got, double want, TjTolerance t);
 

@@ -21,15 +21,23 @@
 
 char *softmax_ptx(const SoftmaxConfig *cfg, tj_kernel_info *info, tj_status *status, char *why,
                   size_t why_size) {
+  SoftmaxSpread planned = {0, 0};
+  return softmax_ptx_spread(cfg, planned, info, status, why, why_size);
+}
+
+char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kernel_info *info,
+                         tj_status *status, char *why, size_t why_size) {
   tj_program *p = NULL;
   tj_spec *s = NULL;
   tj_spec_options o;
   char *ptx = NULL;
   tj_status st = tj_softmax_program(cfg->which, cfg->n, &p);
-  if (st == TJ_OK) st = tj_softmax_spec_options(cfg->which, cfg->dtype, cfg->n, &o);
+  if (st == TJ_OK)
+    st = softmax_spec_options(cfg->which, cfg->dtype, 65536, cfg->n, cfg->arch, cfg->warps, &o);
   if (st == TJ_OK) {
     if (cfg->block) o.block = cfg->block;
-    o.num_warps = cfg->warps;
+    if (spread.cluster) o.cluster = spread.cluster;
+    if (spread.split) o.split = spread.split;
     o.align = cfg->align ? cfg->align : 16;
     st = tj_specialize(p, &o, &s);
     if (st != TJ_OK) snprintf(why, why_size, "specialize: %s", tj_program_error(p));

@@ -23,10 +23,18 @@ typedef struct SoftmaxConfig {
   int warps, align, arch, annotate;
 } SoftmaxConfig;
 
+/* The CTAs per row of softmax_ptx's kernels (0: as planned for 65536 rows),
+ * for the sweeps over clusters and splits. */
+typedef struct SoftmaxSpread {
+  int cluster, split;
+} SoftmaxSpread;
+
 /* The PTX of cfg (release with tj_free), or NULL with the reason in why.
  * status, when not NULL, receives the status of the failing step. */
 char *softmax_ptx(const SoftmaxConfig *cfg, tj_kernel_info *info, tj_status *status, char *why,
                   size_t why_size);
+char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kernel_info *info,
+                         tj_status *status, char *why, size_t why_size);
 
 /* Lines of ptx containing needle. */
 int ptx_count(const char *ptx, const char *needle);

@@ -163,7 +163,7 @@ static tj_spec *softmax_spec(tj_softmax_template which, int64_t block, int warps
   tj_program *p = NULL;
   tj_spec_options o;
   ck_assert_int_eq(tj_softmax_program(which, block, &p), TJ_OK);
-  ck_assert_int_eq(tj_softmax_spec_options(which, dtype, block, &o), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(which, dtype, 65536, block, 0, 0, &o), TJ_OK);
   o.block = block;
   o.num_warps = warps;
   tj_spec *s = specialize_ok(p, &o);
@@ -578,7 +578,7 @@ static void softmax_on_simulator(tj_softmax_template which, int64_t n, int warps
   tj_program *p = NULL;
   tj_spec_options o;
   ck_assert_int_eq(tj_softmax_program(which, n, &p), TJ_OK);
-  ck_assert_int_eq(tj_softmax_spec_options(which, dtype, n, &o), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(which, dtype, 65536, n, 0, 0, &o), TJ_OK);
   o.num_warps = warps;
   tj_spec *s = specialize_ok(p, &o);
   tj_program_destroy(p);
@@ -786,7 +786,7 @@ static void *compile_one(void *arg) {
   tj_spec_options o;
   tj_spec *s = NULL;
   if (tj_softmax_program(TJ_SOFTMAX_SINGLE, 300, &p) == TJ_OK &&
-      tj_softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 300, &o) == TJ_OK &&
+      softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 65536, 300, 0, 0, &o) == TJ_OK &&
       tj_specialize(p, &o, &s) == TJ_OK && tj_nvrtc_ptx(s, NULL, ptx, NULL) != TJ_OK)
     *ptx = NULL;
   tj_spec_destroy(s);
@@ -820,7 +820,7 @@ static int no_nvrtc_child(void) {
   tj_spec *s = NULL;
   if (tj_nvrtc_version(&v) != TJ_ERR_NO_NVRTC || v != 0) return 10;
   if (tj_softmax_program(TJ_SOFTMAX_SINGLE, 128, &p) != TJ_OK ||
-      tj_softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 128, &o) != TJ_OK ||
+      softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 65536, 128, 0, 0, &o) != TJ_OK ||
       tj_specialize(p, &o, &s) != TJ_OK)
     return 11;
   if (tj_nvrtc_ptx(s, NULL, &text, NULL) != TJ_ERR_NO_NVRTC || text) return 12;

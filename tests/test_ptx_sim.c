@@ -69,7 +69,7 @@ static void run_softmax(const Case *k) {
   tj_spec *s;
   tj_spec_options o;
   ck_assert_int_eq(tj_softmax_program(k->which, k->n, &p), TJ_OK);
-  ck_assert_int_eq(tj_softmax_spec_options(k->which, k->dtype, k->n, &o), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(k->which, k->dtype, 65536, k->n, 0, 0, &o), TJ_OK);
   o.num_warps = k->warps;
   o.align = k->align;
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);

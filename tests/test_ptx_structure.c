@@ -261,7 +261,7 @@ static tj_spec *softmax_spec(int64_t n, int warps) {
   tj_spec *s;
   tj_spec_options o;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, n, &p), TJ_OK);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, &o), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 65536, n, 0, 0, &o), TJ_OK);
   o.num_warps = warps;
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
   tj_program_destroy(p);
@@ -285,10 +285,25 @@ START_TEST(errors_name_what_is_wrong) {
   ck_assert_int_eq(tj_emit_ptx(s, NULL, NULL, NULL), TJ_ERR_INVALID_ARGUMENT);
   ck_assert_int_eq(tj_emit_ptx(NULL, NULL, &ptx, NULL), TJ_ERR_INVALID_ARGUMENT);
   tj_spec_destroy(s);
+  /* A tile wider than the registers is streamed (stream.c), unless the
+   * program has loops, as the online template does. */
   s = softmax_spec(32768, 1);
+  ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_OK);
+  ck_assert_int_eq(ptx_count(ptx, "$Lpiece_"), 4); /* two loops: a label and a branch each */
+  tj_free(ptx);
+  tj_spec_destroy(s);
+  tj_program *p;
+  tj_spec_options so;
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_ONLINE, 32768, &p), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 1, 32768, 0, 1, &so),
+                   TJ_OK);
+  so.block = 32768;
+  ck_assert_int_eq(tj_specialize(p, &so, &s), TJ_OK);
   ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_ERR_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(tj_spec_error(s), "per thread"));
+  ck_assert_ptr_nonnull(strstr(tj_spec_error(s), "cannot be streamed"));
   tj_spec_destroy(s);
+  tj_program_destroy(p);
 }
 END_TEST
 

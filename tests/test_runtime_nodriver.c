@@ -39,7 +39,7 @@ static tj_spec *softmax_spec(tj_softmax_template which, tj_dtype dtype, int64_t 
   tj_spec_options so;
   tj_spec *s = NULL;
   ck_assert_int_eq(tj_softmax_program(which, n, p), TJ_OK);
-  ck_assert_int_eq(tj_softmax_spec_options(which, dtype, n, &so), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(which, dtype, 65536, n, 0, 0, &so), TJ_OK);
   if (align) so.align = align;
   if (warps) so.num_warps = warps;
   ck_assert_msg(tj_specialize(*p, &so, &s) == TJ_OK, "%s", tj_program_error(*p));

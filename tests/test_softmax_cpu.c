@@ -60,7 +60,7 @@ static tj_spec *make_spec(const Case *c) {
   tj_spec_options o;
   tj_spec *s = NULL;
   ck_assert_int_eq(tj_softmax_program(c->which, c->n, &p), TJ_OK);
-  ck_assert_int_eq(tj_softmax_spec_options(c->which, c->dtype, c->n, &o), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(c->which, c->dtype, 65536, c->n, 0, 0, &o), TJ_OK);
   if (c->block) o.block = c->block;
   tj_status st = tj_specialize(p, &o, &s);
   ck_assert_msg(st == TJ_OK, "specialize: %s", tj_program_error(p));
@@ -360,50 +360,113 @@ END_TEST
 
 /* ---- the softmax API --------------------------------------------------- */
 
-START_TEST(template_choice_and_options) {
-  tj_spec_options o;
-  ck_assert_int_eq(tj_softmax_pick(1), TJ_SOFTMAX_SINGLE);
-  ck_assert_int_eq(tj_softmax_pick(TJ_SOFTMAX_MAX_TILE), TJ_SOFTMAX_SINGLE);
-  ck_assert_int_eq(tj_softmax_pick(TJ_SOFTMAX_MAX_TILE + 1), TJ_SOFTMAX_ONLINE);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000, &o), TJ_OK);
-  ck_assert(o.n == 1000 && o.block == 1024 && o.dtype == TJ_DTYPE_BF16 && o.num_warps == 0 &&
-            o.align == 0);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 1000, &o), TJ_OK);
-  ck_assert_int_eq(o.block, 1024);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100003, &o), TJ_OK);
-  ck_assert_int_eq(o.block, TJ_SOFTMAX_CHUNK);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F16, 40000, &o), TJ_OK);
-  ck_assert_int_eq(o.block, TJ_SOFTMAX_CHUNK);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F16, 0, &o), TJ_OK);
-  ck_assert_int_eq(o.block, 1);
-  tj_program *p = NULL;
-  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 40000, &p), TJ_OK);
-  ck_assert_str_eq(p->name, "softmax_online");
-  tj_program_destroy(p);
-  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 4000, &p), TJ_OK);
-  ck_assert_str_eq(p->name, "softmax");
-  ck_assert_int_eq(p->nparams, 5);
-  tj_program_destroy(p);
+static tj_softmax_plan plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n,
+                               const tj_softmax_options *o) {
+  tj_device_info device;
+  tj_softmax_plan plan;
+  ck_assert_int_eq(tj_device_nominal(arch, &device), TJ_OK);
+  ck_assert_int_eq(tj_softmax_plan_for(&device, dtype, m, n, o, &plan), TJ_OK);
+  return plan;
+}
+
+#define ASSERT_PLAN(p, w, b, nw, c, sp)                                                            \
+  do {                                                                                             \
+    ck_assert_int_eq((p).which, (w));                                                              \
+    ck_assert_int_eq((p).block, (b));                                                              \
+    ck_assert_int_eq((p).num_warps, (nw));                                                         \
+    ck_assert_int_eq((p).cluster, (c));                                                            \
+    ck_assert_int_eq((p).split, (sp));                                                             \
+  } while (0)
+
+/* The strategy (softmax_plan.c) for the shapes it distinguishes. */
+START_TEST(plan_for_every_kind_of_shape) {
+  const tj_softmax_template S = TJ_SOFTMAX_SINGLE;
+  /* Rows up to 32768: one CTA, the warps of the table, on any arch. */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 1000, NULL), S, 1024, 4, 1, 1);
+  ASSERT_PLAN(plan_of(80, TJ_DTYPE_BF16, 1, 32768, NULL), S, 32768, 32, 1, 1);
+  /* Wide rows, enough of them: a cluster of BLOCK / 32768 CTAs, at most 16 (streamed past). */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 2, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), S, 262144, 32, 8, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), S, 524288, 32, 16, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, NULL), S, 1 << 20, 32, 16, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), S, 32768, 32, 1, 1);
+  /* Few rows: the grid level fills the device (132 SMs: 128 CTAs); a row
+   * over a quarter of L2 takes all of them. */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000000, NULL), S, 1 << 20, 32, 1, 128);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), S, 1 << 20, 32, 1, 32);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL), S, 1 << 24, 32, 1, 128);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL), S, 1 << 26, 32, 1, 128);
+  /* No clusters before sm_90: the grid level (A100: 108 SMs). */
+  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 1, 2);
+  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL), S, 1 << 22, 32, 1, 64);
+  /* The options win. */
+  tj_softmax_options o = {.which_template = TJ_SOFTMAX_ONLINE};
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 100003, &o), TJ_SOFTMAX_ONLINE, TJ_SOFTMAX_CHUNK, 8, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000, &o), TJ_SOFTMAX_ONLINE, 1024, 4, 1, 1);
+  o = (tj_softmax_options){.num_warps = 16, .cluster = 4};
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 7, 70000, &o), S, 131072, 16, 4, 1);
+  o = (tj_softmax_options){.split = 3};
+  ASSERT_PLAN(plan_of(75, TJ_DTYPE_F16, 7, 100, &o), S, 128, 4, 1, 3);
+  /* A NULL device plans for the nominal sm_90. */
+  tj_softmax_plan p;
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1024, 65536, NULL, &p), TJ_OK);
+  ASSERT_PLAN(p, S, 65536, 32, 2, 1);
+  /* Its specialization options. */
+  tj_spec_options so;
+  ck_assert_int_eq(tj_softmax_spec_options(&p, TJ_DTYPE_BF16, 40000, &so), TJ_OK);
+  ck_assert(so.n == 40000 && so.block == 65536 && so.dtype == TJ_DTYPE_BF16 &&
+            so.num_warps == 32 && so.cluster == 2 && so.split == 1 && so.align == 0);
+  /* The programs. */
+  tj_program *prog = NULL;
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 40000, &prog), TJ_OK);
+  ck_assert_str_eq(prog->name, "softmax");
+  ck_assert_int_eq(prog->nparams, 5);
+  tj_program_destroy(prog);
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_ONLINE, 4000, &prog), TJ_OK);
+  ck_assert_str_eq(prog->name, "softmax_online");
+  tj_program_destroy(prog);
 }
 END_TEST
 
 START_TEST(api_errors) {
   tj_program *p = (tj_program *)&p;
   tj_spec_options o;
+  tj_softmax_plan plan;
+  tj_device_info d;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, -1, &p), TJ_ERR_INVALID_ARGUMENT);
   ck_assert_ptr_null(p);
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 10, NULL), TJ_ERR_INVALID_ARGUMENT);
   ck_assert_int_eq(tj_softmax_program((tj_softmax_template)7, 10, &p), TJ_ERR_INVALID_ARGUMENT);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F32, -5, &o),
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1, -5, NULL, &plan),
                    TJ_ERR_INVALID_ARGUMENT);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_COUNT, 5, &o),
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, -1, 5, NULL, &plan),
                    TJ_ERR_INVALID_ARGUMENT);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, (tj_dtype)-1, 5, &o),
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_COUNT, 1, 5, NULL, &plan),
                    TJ_ERR_INVALID_ARGUMENT);
-  ck_assert_int_eq(tj_softmax_spec_options((tj_softmax_template)9, TJ_DTYPE_F32, 5, &o),
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, (tj_dtype)-1, 1, 5, NULL, &plan),
                    TJ_ERR_INVALID_ARGUMENT);
-  ck_assert_int_eq(tj_softmax_spec_options(TJ_SOFTMAX_AUTO, TJ_DTYPE_F32, 5, NULL),
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1, 5, NULL, NULL),
                    TJ_ERR_INVALID_ARGUMENT);
+  tj_softmax_options bad[] = {{.which_template = (tj_softmax_template)9}, {.num_warps = 3},
+                              {.num_warps = 64},  {.cluster = 17},
+                              {.cluster = -1},    {.split = 1025}};
+  for (size_t i = 0; i < TJ_COUNTOF(bad); i++)
+    ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1, 5, &bad[i], &plan),
+                     TJ_ERR_INVALID_ARGUMENT);
+  tj_softmax_options single = {.which_template = TJ_SOFTMAX_SINGLE};
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1, ((int64_t)1 << 30) + 1, &single,
+                                       &plan),
+                   TJ_ERR_UNSUPPORTED);
+  ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1, 5, NULL, &plan), TJ_OK);
+  ck_assert_int_eq(tj_softmax_spec_options(&plan, TJ_DTYPE_F32, 5, NULL), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_spec_options(NULL, TJ_DTYPE_F32, 5, &o), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_softmax_spec_options(&plan, TJ_DTYPE_COUNT, 5, &o),
+                   TJ_ERR_INVALID_ARGUMENT);
+  /* A single tile of BLOCK 32 does not cover 33 elements. */
+  plan.block = 32;
+  ck_assert_int_eq(tj_softmax_spec_options(&plan, TJ_DTYPE_F32, 33, &o), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(tj_device_nominal(91, &d), TJ_ERR_UNSUPPORTED);
+  ck_assert_int_eq(tj_device_nominal(90, NULL), TJ_ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
@@ -451,7 +514,7 @@ static Suite *softmax_suite(void) {
   tcase_add_loop_test(extremes, extreme_values, 0, 2 * TJ_DTYPE_COUNT);
   suite_add_tcase(s, extremes);
   TCase *api = tcase_create("api");
-  tcase_add_test(api, template_choice_and_options);
+  tcase_add_test(api, plan_for_every_kind_of_shape);
   tcase_add_test(api, api_errors);
   suite_add_tcase(s, api);
   return s;

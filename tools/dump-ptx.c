@@ -215,12 +215,30 @@ static char *read_file(const char *path, size_t *len) {
   return buf_take(&b);
 }
 
+/* Softmax as tj_softmax would run it for M rows (-m, default 65536) on a
+ * nominal device of the arch; --template, --warps, --cluster, --split and
+ * --block override the plan. */
+static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options *so) {
+  tj_device_info device;
+  tj_softmax_options options = {.num_warps = o->warps,
+                                .which_template = o->which,
+                                .cluster = o->cluster,
+                                .split = o->split};
+  tj_softmax_plan plan;
+  tj_status st = tj_device_nominal(o->arch, &device);
+  if (st == TJ_OK)
+    st = tj_softmax_plan_for(&device, o->dtype, o->m ? o->m : 65536, o->n, &options, &plan);
+  if (st == TJ_OK && o->block) plan.block = o->block;
+  if (st == TJ_OK) st = tj_softmax_program(plan.which, o->n, p);
+  if (st == TJ_OK && (st = tj_softmax_spec_options(&plan, o->dtype, o->n, so)) != TJ_OK)
+    fprintf(stderr, "dump-ptx: BLOCK %lld does not cover n = %lld\n", (long long)plan.block,
+            (long long)o->n);
+  return st;
+}
+
 static tj_status load_program(const Options *o, tj_program **p, tj_spec_options *so) {
   memset(so, 0, sizeof *so);
-  if (!o->ir_file) {
-    tj_status st = tj_softmax_program(o->which, o->n, p);
-    return st == TJ_OK ? tj_softmax_spec_options(o->which, o->dtype, o->n, so) : st;
-  }
+  if (!o->ir_file) return load_softmax(o, p, so);
   size_t len = 0;
   char *text = read_file(o->ir_file, &len);
   if (!text) {
@@ -301,11 +319,13 @@ int main(int argc, char **argv) {
     tj_program_destroy(p);
     return 1;
   }
-  so.block = o.block ? o.block : so.block;
-  so.num_warps = o.warps;
+  if (o.ir_file) {
+    so.block = o.block;
+    so.num_warps = o.warps;
+    so.cluster = o.cluster;
+    so.split = o.split;
+  }
   so.align = o.align;
-  so.cluster = o.cluster;
-  so.split = o.split;
   so.bindings = o.bindings;
   so.binding_count = o.nbindings;
   tj_spec *s = NULL;

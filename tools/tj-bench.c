@@ -162,6 +162,7 @@ static void set(void *buf, tj_dtype d, int64_t i, double v) {
 typedef struct CodegenStats {
   double median, p10, p90;
   int64_t block;
+  tj_softmax_plan plan;
   size_t bytes;
 } CodegenStats;
 
@@ -188,8 +189,10 @@ static int codegen_stats(int64_t n, tj_dtype dtype, int arch, long runs, Codegen
   tj_program *p = NULL;
   tj_spec_options o;
   double *times = malloc(sizeof *times * (size_t)runs);
-  int rc = !times || tj_softmax_program(TJ_SOFTMAX_AUTO, n, &p) != TJ_OK ||
-           tj_softmax_spec_options(TJ_SOFTMAX_AUTO, dtype, n, &o) != TJ_OK;
+  tj_softmax_plan plan;
+  int rc = !times || tj_softmax_plan_for(NULL, dtype, 65536, n, NULL, &plan) != TJ_OK ||
+           tj_softmax_program(plan.which, n, &p) != TJ_OK ||
+           tj_softmax_spec_options(&plan, dtype, n, &o) != TJ_OK;
   if (rc) fprintf(stderr, "tj-bench: no softmax program for n = %lld\n", (long long)n);
   o.align = 16;
   for (long i = 0; i < runs && !rc; i++)
@@ -198,6 +201,7 @@ static int codegen_stats(int64_t n, tj_dtype dtype, int arch, long runs, Codegen
     qsort(times, (size_t)runs, sizeof *times, by_value);
     out->median = times[runs / 2], out->p10 = times[runs / 10], out->p90 = times[runs * 9 / 10];
     out->block = o.block;
+    out->plan = plan;
   }
   free(times);
   tj_program_destroy(p);
@@ -212,10 +216,11 @@ static int run_codegen(const Options *opt) {
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       CodegenStats s;
       if (codegen_stats(ns[i], (tj_dtype)d, opt->arch, opt->iters, &s)) return 1;
-      printf("softmax %-6s N=%-6lld %-5s BLOCK=%-5lld  median %7.1f us   p10 %7.1f us   p90 "
-             "%7.1f us   %zu bytes of PTX\n",
-             tj_softmax_pick(ns[i]) == TJ_SOFTMAX_SINGLE ? "single" : "online", (long long)ns[i],
-             dtype_names[d], (long long)s.block, s.median, s.p10, s.p90, s.bytes);
+      printf("softmax %-6s N=%-6lld %-5s BLOCK=%-5lld cluster %-2d split %-3d median %7.1f us   "
+             "p10 %7.1f us   p90 %7.1f us   %zu bytes of PTX\n",
+             s.plan.which == TJ_SOFTMAX_SINGLE ? "single" : "online", (long long)ns[i],
+             dtype_names[d], (long long)s.block, s.plan.cluster, s.plan.split, s.median, s.p10,
+             s.p90, s.bytes);
     }
   return 0;
 }
@@ -394,7 +399,7 @@ typedef tj_status (*Enqueue)(Bench *b, void *arg);
 
 static tj_status enqueue_softmax(Bench *b, void *arg) {
   const Case *c = arg;
-  tj_softmax_options so = {0, c->backend, TJ_SOFTMAX_AUTO};
+  tj_softmax_options so = {.backend = c->backend};
   return check_tj(b, "tj_softmax",
                   tj_softmax(b->ctx, c->dtype, c->m, c->n, c->y, c->n, c->x, c->n, NULL, &so));
 }
@@ -832,8 +837,10 @@ static tj_status launch_setup(Bench *b, const Case *c, Launch *l) {
   tj_program *p = NULL;
   tj_spec *s = NULL;
   tj_spec_options o;
-  tj_status st = tj_softmax_program(TJ_SOFTMAX_AUTO, c->n, &p);
-  if (st == TJ_OK) st = tj_softmax_spec_options(TJ_SOFTMAX_AUTO, c->dtype, c->n, &o);
+  tj_softmax_plan plan;
+  tj_status st = tj_softmax_plan_for(NULL, c->dtype, c->m, c->n, NULL, &plan);
+  if (st == TJ_OK) st = tj_softmax_program(plan.which, c->n, &p);
+  if (st == TJ_OK) st = tj_softmax_spec_options(&plan, c->dtype, c->n, &o);
   o.align = 16;
   if (st == TJ_OK) st = tj_specialize(p, &o, &s);
   if (st == TJ_OK)

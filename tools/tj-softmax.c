@@ -5,8 +5,8 @@
  *   tj-softmax --interp -m M -n N [--dtype f32|f16|bf16] [--seed S]
  *              [--warps W] [--iters K]
  *
- * With --interp the softmax program (the template tj_softmax_pick chooses
- * for N) runs through the CPU interpreter; without it, on the GPU through
+ * With --interp the softmax program (as specialize() below plans it) runs
+ * through the CPU interpreter; without it, on the GPU through
  * the runtime (run_gpu). Inputs are normal values scaled by 3 around a
  * per-row offset, so the max subtraction matters. The tool prints the max
  * absolute error and the max of |out - ref| / (atol + rtol |ref|) with the
@@ -197,12 +197,20 @@ static double seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The interpreter runs softmax as tj_softmax plans it, except that rows of
+ * over 2^20 elements take the online template, whose tiles are its chunk:
+ * the interpreter holds every tile whole, and BLOCK-long tiles of such rows
+ * would take gigabytes. */
 static tj_spec *specialize(const Options *o, tj_program **p) {
   tj_spec_options so;
   tj_spec *s = NULL;
-  tj_status st = tj_softmax_program(TJ_SOFTMAX_AUTO, o->n, p);
-  if (st == TJ_OK) st = tj_softmax_spec_options(TJ_SOFTMAX_AUTO, o->dtype, o->n, &so);
-  so.num_warps = (int)o->warps;
+  tj_softmax_plan plan;
+  tj_softmax_options options = {.num_warps = (int)o->warps,
+                                .which_template = o->n > (1 << 20) ? TJ_SOFTMAX_ONLINE
+                                                                   : TJ_SOFTMAX_AUTO};
+  tj_status st = tj_softmax_plan_for(NULL, o->dtype, o->m, o->n, &options, &plan);
+  if (st == TJ_OK) st = tj_softmax_program(plan.which, o->n, p);
+  if (st == TJ_OK) st = tj_softmax_spec_options(&plan, o->dtype, o->n, &so);
   if (st == TJ_OK) st = tj_specialize(*p, &so, &s);
   if (st != TJ_OK)
     fprintf(stderr, "tj-softmax: %s: %s\n", tj_status_string(st), *p ? tj_program_error(*p) : "");
@@ -314,7 +322,7 @@ static void gpu_close(Gpu *g) {
 }
 
 static tj_status gpu_softmax(Gpu *g, const Options *o) {
-  tj_softmax_options so = {(int)o->warps, TJ_BACKEND_PTX, TJ_SOFTMAX_AUTO};
+  tj_softmax_options so = {.num_warps = (int)o->warps};
   return tj_softmax(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, NULL, &so);
 }
 

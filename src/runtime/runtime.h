@@ -13,8 +13,9 @@
  *   memory.c         device memory helpers (alloc, free, copies)
  *   module.c         PTX -> CUmodule -> tj_kernel; cache keys; tj_compile
  *   cache.c          the single-flight, bounded LRU kernel cache
- *   launch.c         argument packing, grid sizing, tj_launch
- *   softmax_launch.c the softmax strategy and its launch fast path
+ *   launch.c         argument packing, grid sizing, workspaces, tj_launch
+ *   softmax_plan.c   the softmax strategy (public: tj_softmax_plan_for)
+ *   softmax_launch.c tj_softmax: checks, the launch fast path
  */
 #ifndef TJ_RUNTIME_H
 #define TJ_RUNTIME_H
@@ -183,7 +184,8 @@ typedef struct RtEntry RtEntry;
 /* What picks a softmax kernel without building its key: the fast path. */
 typedef struct RtFastKey {
   int64_t n;
-  int dtype, align, num_warps, backend, which;
+  int dtype, align, backend;
+  tj_softmax_plan plan; /* as planned, before any shrinking */
 } RtFastKey;
 
 typedef struct RtFastSlot {

@@ -1,18 +1,19 @@
 /*
- * softmax_launch.c — tj_softmax: the softmax strategy and its launch path.
+ * softmax_launch.c — tj_softmax: its checks and its launch path.
  *
- * The strategy (design.md section 5) lives in the templates and their
- * default specialization (tj_softmax_pick, tj_softmax_spec_options); this
- * file adds what depends on the call: the alignment of the actual pointers
- * and strides, and the caller's options. The alignment is the largest power
- * of two up to 16 dividing both pointers and (for more than one row) both
- * row strides in bytes, so a misaligned matrix gets a scalar specialization
- * and never a wrong vector access.
+ * The strategy (design.md section 5) is softmax_plan.c's: the plan for the
+ * shape on the context's device. This file adds what depends on the call:
+ * the alignment of the actual pointers and strides (the largest power of
+ * two up to 16 dividing both pointers and, for more than one row, both row
+ * strides in bytes, so a misaligned matrix gets a scalar specialization and
+ * never a wrong vector access), and a plan whose CTAs cannot be resident
+ * together (module.c refuses to load such a kernel) is shrunk, cluster
+ * first, then split, until they can.
  *
  * The hit path must cost next to nothing beyond cuLaunchKernel, so it never
  * builds the cache key: a small direct-mapped table per context maps what
- * selects a kernel (dtype, n, alignment, options) to a cache entry it holds
- * a reference to. A hit there is one short mutex hold, one atomic increment
+ * selects a kernel (dtype, n, alignment, the plan, the backend) to a cache
+ * entry it holds a reference to. A hit there is one short mutex hold, one atomic increment
  * and decrement around the launch, no allocation and no formatting. A miss
  * specializes the template, goes through the kernel cache (which compiles
  * once however many threads miss together) and fills the slot.
@@ -38,6 +39,8 @@ static tj_status check_options(tj_context *ctx, const tj_softmax_options *o) {
     return invalid(ctx, "num_warps must be 0 (default), 1, 2, 4, 8, 16 or 32");
   if ((unsigned)o->backend >= TJ_BACKEND_COUNT) return invalid(ctx, "unknown backend");
   if ((unsigned)o->which_template > TJ_SOFTMAX_ONLINE) return invalid(ctx, "unknown template");
+  if (o->cluster < 0 || o->cluster > 16) return invalid(ctx, "cluster must be 0 (default) to 16");
+  if (o->split < 0 || o->split > 1024) return invalid(ctx, "split must be 0 (default) to 1024");
   return TJ_OK;
 }
 
@@ -78,14 +81,17 @@ static int alignment(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64_t
 /* ------------------------------------------------------- the fast path */
 
 static bool same_key(const RtFastKey *a, const RtFastKey *b) {
-  return a->n == b->n && a->dtype == b->dtype && a->align == b->align &&
-         a->num_warps == b->num_warps && a->backend == b->backend && a->which == b->which;
+  return a->n == b->n && a->dtype == b->dtype && a->align == b->align && a->backend == b->backend &&
+         a->plan.which == b->plan.which && a->plan.block == b->plan.block &&
+         a->plan.num_warps == b->plan.num_warps && a->plan.cluster == b->plan.cluster &&
+         a->plan.split == b->plan.split;
 }
 
 static RtFastSlot *slot_of(tj_context *ctx, const RtFastKey *k) {
   uint64_t h = (uint64_t)k->n * 0x9e3779b97f4a7c15ull;
-  h ^=
-      (uint64_t)(k->dtype | k->align << 4 | k->num_warps << 10 | k->backend << 16 | k->which << 18);
+  h ^= (uint64_t)(k->dtype | k->align << 4 | k->plan.num_warps << 10 | k->backend << 16 |
+                  k->plan.which << 18 | k->plan.cluster << 20) ^
+       (uint64_t)k->plan.split << 25;
   h ^= h >> 29;
   return &ctx->fast[h & (RT_FAST_SLOTS - 1)];
 }
@@ -133,34 +139,45 @@ static tj_status check_kernel(tj_context *ctx, const tj_kernel *k) {
                  k->report.info.entry);
 }
 
-static tj_status specialize(tj_context *ctx, const RtFastKey *key, tj_softmax_template which,
-                            tj_program *p, tj_spec **s) {
-  tj_spec_options o;
-  tj_status st = tj_softmax_spec_options(which, (tj_dtype)key->dtype, key->n, &o);
-  if (st != TJ_OK)
-    return rt_fail(ctx, st, "tj_softmax: no specialization for n = %lld", (long long)key->n);
-  o.align = key->align;
-  if (key->num_warps) o.num_warps = key->num_warps;
-  st = tj_specialize(p, &o, s);
-  return st == TJ_OK ? TJ_OK : rt_fail(ctx, st, "tj_softmax: %s", tj_program_error(p));
-}
-
-/* Specializes softmax for key and gets its kernel from the cache. */
-static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry **out) {
-  tj_softmax_template which =
-      key->which ? (tj_softmax_template)key->which : tj_softmax_pick(key->n);
+static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_softmax_plan *plan,
+                              RtEntry **out) {
   tj_program *p = NULL;
   tj_spec *s = NULL;
-  tj_status st = tj_softmax_program(which, key->n, &p);
+  tj_spec_options o;
+  tj_status st = tj_softmax_program(plan->which, key->n, &p);
   if (st != TJ_OK)
-    st = rt_fail(ctx, st, "tj_softmax: template: %s",
-                 p ? tj_program_error(p) : tj_status_string(st));
-  if (st == TJ_OK) st = specialize(ctx, key, which, p, &s);
+    return rt_fail(ctx, st, "tj_softmax: template: %s",
+                   p ? tj_program_error(p) : tj_status_string(st));
+  if ((st = tj_softmax_spec_options(plan, (tj_dtype)key->dtype, key->n, &o)) != TJ_OK)
+    st = rt_fail(ctx, st, "tj_softmax: no specialization for n = %lld", (long long)key->n);
+  o.align = key->align;
+  if (st == TJ_OK && (st = tj_specialize(p, &o, &s)) != TJ_OK)
+    st = rt_fail(ctx, st, "tj_softmax: %s", tj_program_error(p));
   if (st == TJ_OK) st = rt_compile_entry(ctx, s, (tj_backend)key->backend, out);
   if (st == TJ_OK && (st = check_kernel(ctx, rt_entry_value(*out))) != TJ_OK)
     rt_entry_release(*out);
   tj_spec_destroy(s);
   tj_program_destroy(p);
+  return st;
+}
+
+/* Halves the cluster, else the split; false when there is nothing left. */
+static bool shrink(tj_softmax_plan *plan) {
+  if (plan->cluster > 1)
+    plan->cluster /= 2;
+  else if (plan->split > 1)
+    plan->split /= 2;
+  else
+    return false;
+  return true;
+}
+
+/* Compiles key's plan, shrunk until its CTAs can be resident together. */
+static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry **out) {
+  tj_softmax_plan plan = key->plan;
+  tj_status st;
+  while ((st = compile_plan(ctx, key, &plan, out)) == TJ_ERR_UNSUPPORTED && shrink(&plan))
+    continue;
   return st;
 }
 
@@ -178,13 +195,15 @@ tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint
   if (st != TJ_OK || m == 0 || n == 0) return st;
   int elem = ir_dtype_size(dtype);
   if ((st = check_matrix(ctx, elem, m, n, y, y_stride, x, x_stride)) != TJ_OK) return st;
-  RtFastKey key = {n,
-                   dtype,
-                   alignment(elem, m, y, y_stride, x, x_stride),
-                   o->num_warps,
-                   o->backend,
-                   o->which_template};
+  RtFastKey key;
+  memset(&key, 0, sizeof key);
+  key.n = n;
+  key.dtype = dtype;
+  key.align = alignment(elem, m, y, y_stride, x, x_stride);
+  key.backend = o->backend;
   if (key.align < elem) return invalid(ctx, "x or y is not aligned to its element size");
+  if ((st = tj_softmax_plan_for(&ctx->info, dtype, m, n, o, &key.plan)) != TJ_OK)
+    return rt_fail(ctx, st, "tj_softmax: no plan for %lld x %lld", (long long)m, (long long)n);
   RtEntry *e = fast_find(ctx, &key);
   if (e) {
     rt_cache_count_hit(ctx->cache);

@@ -1,0 +1,155 @@
+/*
+ * softmax_plan.c — the softmax strategy: which template, BLOCK, warps,
+ * cluster and split, for a shape on a device. Everything that chooses how
+ * softmax runs is here; tj_softmax (softmax_launch.c) adds only what
+ * depends on the call's pointers (their alignment) and checks that the
+ * plan's CTAs can be resident together, shrinking it when they cannot.
+ *
+ * The numbers behind the rules (design.md section 5, bench/RESULTS.md):
+ *   - a CTA of up to 1024 threads holds a row of up to 32768 elements in
+ *     registers at 32 a thread (the num_warps table, tj_default_num_warps,
+ *     measured on an H200): one CTA, or a lane group, per row;
+ *   - wider rows take 1024-thread CTAs at 32 elements a thread, so a row
+ *     of n needs next_pow2(n) / 32768 of them. With enough rows to fill
+ *     the device and at most 16 of them, they form a cluster (sm_90): the
+ *     row stays on chip and x is read once. Beyond 16, a cluster of 16
+ *     streams the row in pieces (codegen/stream.c), its second read served
+ *     by L2 while few rows are in flight;
+ *   - with few rows (or no clusters), SPLIT CTAs per row fill the device,
+ *     reducing through global memory. A row over a quarter of L2 gets
+ *     every resident CTA, the rows in turn, so that its second read (when
+ *     it does not fit the registers) finds it in L2.
+ * The resident CTAs are estimated as one 1024-thread CTA per SM (64
+ * registers a thread at 32 elements); the runtime measures the real number
+ * when it loads the kernel.
+ */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ROW_PER_CTA 32768 /* elements a 1024-thread CTA holds at 32 a thread */
+#define WIDE_WARPS 32
+
+/* Nominal devices: sm -> the numbers of a common part of that arch. */
+static const struct {
+  int arch, sms, threads_per_sm, l2_mb;
+  const char *name;
+} nominal[] = {
+    {75, 40, 1024, 4, "nominal sm_75 (T4)"},       {80, 108, 2048, 40, "nominal sm_80 (A100)"},
+    {86, 84, 1536, 6, "nominal sm_86"},            {87, 16, 1536, 4, "nominal sm_87"},
+    {89, 128, 1536, 72, "nominal sm_89"},          {90, 132, 2048, 50, "nominal sm_90 (H100 SXM)"},
+    {100, 148, 2048, 126, "nominal sm_100 (B200)"}, {103, 148, 2048, 126, "nominal sm_103"},
+    {110, 20, 1536, 24, "nominal sm_110"},          {120, 84, 1536, 64, "nominal sm_120"},
+    {121, 48, 1536, 24, "nominal sm_121"},
+};
+
+tj_status tj_device_nominal(int arch, tj_device_info *out) {
+  if (!out) return TJ_ERR_INVALID_ARGUMENT;
+  for (size_t i = 0; i < TJ_COUNTOF(nominal); i++) {
+    if (nominal[i].arch != arch) continue;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", nominal[i].name);
+    out->arch = out->target_arch = arch;
+    out->sm_count = nominal[i].sms;
+    out->max_threads_per_block = 1024;
+    out->max_threads_per_sm = nominal[i].threads_per_sm;
+    out->max_blocks_per_sm = 32;
+    out->max_shared_per_block = 48 * 1024;
+    out->registers_per_sm = 65536;
+    out->l2_bytes = nominal[i].l2_mb << 20;
+    out->max_grid_x = INT32_MAX;
+    out->cooperative_launch = 1;
+    out->cluster_launch = arch >= 90;
+    return TJ_OK;
+  }
+  return TJ_ERR_UNSUPPORTED;
+}
+
+static int64_t floor_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+static tj_status check(const tj_device_info *d, tj_dtype dtype, int64_t m, int64_t n,
+                       const tj_softmax_options *o, const tj_softmax_plan *plan) {
+  int w = o->num_warps;
+  if (!plan || (unsigned)dtype >= TJ_DTYPE_COUNT || m < 0 || n < 0) return TJ_ERR_INVALID_ARGUMENT;
+  if (w < 0 || w > 32 || (w & (w - 1)) != 0 || (unsigned)o->which_template > TJ_SOFTMAX_ONLINE)
+    return TJ_ERR_INVALID_ARGUMENT;
+  if (o->cluster < 0 || o->cluster > 16 || o->split < 0 || o->split > 1024)
+    return TJ_ERR_INVALID_ARGUMENT;
+  if (d->sm_count < 1) return TJ_ERR_INVALID_ARGUMENT;
+  return TJ_OK;
+}
+
+/* CTAs of T threads at 64 registers a thread the device holds at once. */
+static int64_t resident(const tj_device_info *d, int threads) {
+  int64_t by_threads = d->max_threads_per_sm / threads;
+  int64_t by_registers = (d->registers_per_sm ? d->registers_per_sm : 65536) / (64 * threads);
+  int64_t per_sm = by_threads < by_registers ? by_threads : by_registers;
+  return (per_sm > 0 ? per_sm : 1) * d->sm_count;
+}
+
+/* A row wider than one CTA: a cluster or a split. */
+static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n,
+                      tj_softmax_plan *plan) {
+  int threads = 32 * plan->num_warps;
+  int64_t per_row = plan->block / ((int64_t)threads * 32), fill = resident(d, threads);
+  if (per_row < 1) per_row = 1;
+  bool clusters = d->arch >= 90 && d->cluster_launch;
+  if (clusters && m * (per_row < 16 ? per_row : 16) >= fill) {
+    plan->cluster = (int)(per_row < 16 ? per_row : 16);
+    return;
+  }
+  int64_t most = floor_pow2(fill < threads ? fill : threads);
+  int64_t split = floor_pow2(fill / (m > 0 ? m : 1));
+  if (split < per_row) split = per_row;
+  if (n * (int64_t)elem * 4 > d->l2_bytes) split = most;
+  plan->split = (int)(split < most ? split : most);
+}
+
+tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
+                              const tj_softmax_options *options, tj_softmax_plan *plan) {
+  static const tj_softmax_options none;
+  const tj_softmax_options *o = options ? options : &none;
+  tj_device_info nominal_device;
+  if (!device) {
+    tj_device_nominal(90, &nominal_device);
+    device = &nominal_device;
+  }
+  tj_status st = check(device, dtype, m, n, o, plan);
+  if (st != TJ_OK) return st;
+  memset(plan, 0, sizeof *plan);
+  plan->which = o->which_template;
+  if (plan->which == TJ_SOFTMAX_AUTO)
+    plan->which = n <= IR_MAX_TILE ? TJ_SOFTMAX_SINGLE : TJ_SOFTMAX_ONLINE;
+  plan->block = tj_next_pow2(n);
+  if (plan->which == TJ_SOFTMAX_ONLINE && plan->block > TJ_SOFTMAX_CHUNK)
+    plan->block = TJ_SOFTMAX_CHUNK;
+  if (plan->block > IR_MAX_TILE) return TJ_ERR_UNSUPPORTED;
+  plan->cluster = plan->split = 1;
+  bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block > ROW_PER_CTA;
+  plan->num_warps = o->num_warps ? o->num_warps
+                    : wide       ? WIDE_WARPS
+                                 : tj_default_num_warps(plan->block, dtype);
+  if (wide && !o->cluster && !o->split) plan_wide(device, ir_dtype_size(dtype), m, n, plan);
+  if (o->cluster) plan->cluster = o->cluster;
+  if (o->split) plan->split = o->split;
+  return TJ_OK;
+}
+
+tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
+                                  tj_spec_options *out) {
+  if (!plan || !out || n < 0 || (unsigned)dtype >= TJ_DTYPE_COUNT) return TJ_ERR_INVALID_ARGUMENT;
+  if (plan->which == TJ_SOFTMAX_SINGLE && plan->block < n) return TJ_ERR_INVALID_ARGUMENT;
+  memset(out, 0, sizeof *out);
+  out->n = n;
+  out->dtype = dtype;
+  out->block = plan->block;
+  out->num_warps = plan->num_warps;
+  out->cluster = plan->cluster;
+  out->split = plan->split;
+  return TJ_OK;
+}
