@@ -156,7 +156,7 @@ static inline tj_type tj_tile_type(tj_elem e, int len_const) {
   X(STORE, "store", 3, 4, MEMORY, STORE, "a[b] = c where mask d holds (default all)")              \
   X(REDUCE_MAX, "reduce_max", 1, 1, REDUCE, REDUCE, "max over the tile (NaN ignored, as max)")     \
   X(REDUCE_SUM, "reduce_sum", 1, 1, REDUCE, REDUCE, "sum over the tile, in pairwise (tree) order")                           \
-  X(FOR, "for", 3, 3, CONTROL, FOR, "counted loop: result runs a, a+c, ... while < b (c > 0)")     \
+  X(FOR, "for", 3, 3, CONTROL, FOR, "counted loop: a, a+c, ... while < b (c > 0); never wraps")   \
   X(ITER, "iter", 1, 1, CONTROL, ITER, "loop-carried scalar, a on entry; after endfor, its last") \
   X(YIELD, "yield", 2, 2, CONTROL, YIELD, "iter a takes value b for the next iteration")           \
   X(ENDFOR, "endfor", 0, 0, CONTROL, ENDFOR, "closes the innermost for")

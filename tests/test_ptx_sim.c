@@ -274,7 +274,84 @@ START_TEST(i32_max_and_min_of_negations) {
 }
 END_TEST
 
-static Suite *suite(void) {
+/* A counted loop whose bound is within a step of the counter type's limit
+ * ends where the exact count says (for never wraps): i32 loops up to 2^31 - 1
+ * and i64 loops up to 2^63 - 1, from starts a few steps below, in the
+ * interpreter and in the PTX on the simulator. The loop counts its trips
+ * and stores the count. Before the fix, the PTX's i32 counter wrapped to
+ * -2^31 and went on. */
+static const char loop_text[] = "kernel trips\n"
+                                "%0 : ptr<i32> = param out\n"
+                                "%1 : ELEM = param start\n"
+                                "%2 : ELEM = param end\n"
+                                "%3 : ELEM = param step\n"
+                                "%4 : i32 = const 0\n"
+                                "%5 : i32 = const 1\n"
+                                "%6 : ELEM = for %1, %2, %3\n"
+                                "  %7 : i32 = iter %4\n"
+                                "  %8 : i32 = add %7, %5\n"
+                                "  yield %7, %8\n"
+                                "endfor\n"
+                                "%9 : tile<i32,BLOCK> = arange\n"
+                                "%10 : tile<i32,BLOCK> = mul %9, %4\n"
+                                "%11 : tile<i32,BLOCK> = add %10, %7\n"
+                                "store %0, %9, %11\n";
+
+static void loop_trips(const char *elem, int64_t start, int64_t end, int64_t step) {
+  char text[1024];
+  const char *at = strstr(loop_text, "ELEM");
+  size_t n = 0;
+  for (const char *q = loop_text; *q;) {
+    if (q == at || (at && strncmp(q, "ELEM", 4) == 0)) {
+      n += (size_t)snprintf(text + n, sizeof text - n, "%s", elem);
+      q += 4;
+    } else {
+      text[n++] = *q++;
+    }
+  }
+  text[n] = '\0';
+  tj_program *p;
+  tj_spec *sp;
+  ck_assert_msg(tj_program_parse(text, strlen(text), &p) == TJ_OK, "%s", tj_program_error(p));
+  tj_spec_options o = {.n = 1, .dtype = TJ_DTYPE_F32, .num_warps = 1};
+  ck_assert_int_eq(tj_specialize(p, &o, &sp), TJ_OK);
+  uint64_t span = start < end ? (uint64_t)end - (uint64_t)start : 0;
+  int64_t want = (int64_t)(span / (uint64_t)step + (span % (uint64_t)step != 0));
+  int32_t got = -7, interp = -7;
+  tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = &interp}, sizeof interp},
+                    {TJ_ARG_INT, {.i = start}, 0},
+                    {TJ_ARG_INT, {.i = end}, 0},
+                    {TJ_ARG_INT, {.i = step}, 0}};
+  ck_assert_msg(tj_interpret(sp, args, 4, 1) == TJ_OK, "%s", tj_spec_error(sp));
+  args[0].u.ptr = &got;
+  char why[512];
+  ck_assert_msg(simulate(sp, 90, args, 4, 1, why, sizeof why), "%s", why);
+  ck_assert_msg(interp == want && got == want,
+                "%s for %lld, %lld, %lld: %lld trips, interpreter %d, PTX %d", elem,
+                (long long)start, (long long)end, (long long)step, (long long)want, interp, got);
+  tj_spec_destroy(sp);
+  tj_program_destroy(p);
+}
+
+START_TEST(loops_end_at_the_type_limit) {
+  static const int64_t steps[] = {1, 3, 4096, 1 << 28, (int64_t)1 << 30};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    int64_t step = steps[i];
+    for (int64_t back = -1; back <= 1; back++) {
+      loop_trips("i32", INT32_MAX - 2 * step + back, INT32_MAX, step);
+      loop_trips("i32", INT32_MAX - step + back, INT32_MAX - 1, step);
+      loop_trips("i32", INT32_MIN, INT32_MIN + 3 * step + back, step);
+      loop_trips("i64", INT64_MAX - 3 * step + back, INT64_MAX, step);
+      loop_trips("i64", INT64_MAX - step, INT64_MAX - 1 + back, step);
+    }
+  }
+  loop_trips("i32", 5, 5, 1);
+  loop_trips("i32", INT32_MAX - 1, INT32_MAX, INT32_MAX);
+  loop_trips("i64", INT64_MIN, INT64_MIN + 2, INT64_MAX);
+}
+END_TEST
+
+Suite *suite(void) {
   Suite *s = suite_create("ptx_sim");
   TCase *t = tcase_create("softmax");
   tcase_set_timeout(t, 300);
@@ -282,6 +359,7 @@ static Suite *suite(void) {
   tcase_add_test(t, online_softmax_matches_interpreter);
   tcase_add_test(t, streamed_softmax_matches_interpreter);
   tcase_add_test(t, i32_max_and_min_of_negations);
+  tcase_add_test(t, loops_end_at_the_type_limit);
   suite_add_tcase(s, t);
   TCase *r = tcase_create("random");
   tcase_set_timeout(r, 300);

@@ -57,7 +57,10 @@ static void add_case(PtxBatch *b, Case *c) {
   char why[TJ_ERROR_MAX + 64] = "";
   tj_status st;
   char *ptx = softmax_ptx(&cfg, NULL, &st, why, sizeof why);
-  bool valid = slots_per_thread(c->block, c->warps, c->dtype) <= CG_MAX_SLOTS;
+  /* A single tile too wide for the registers is streamed (stream.c); the
+   * online template, with loops, cannot be. */
+  bool valid = c->which == TJ_SOFTMAX_SINGLE ||
+               slots_per_thread(c->block, c->warps, c->dtype) <= CG_MAX_SLOTS;
   ck_assert_msg((ptx != NULL) == valid, "%s block=%lld warps=%d: %s", ir_dtype_name(c->dtype),
                 (long long)c->block, c->warps, ptx ? "accepted, but over the limit" : why);
   if (!ptx) ck_assert_int_eq(st, TJ_ERR_UNSUPPORTED);

@@ -244,14 +244,20 @@ static void assign_iters(CgCtx *c, LoopStack *s, const Loop *l) {
   }
 }
 
+/* The loop goes on while var + step < end, computed exactly: in the body
+ * var < end, so end - var is in [1, 2^width) as an unsigned number, and
+ * the test end - var > step (unsigned) neither wraps nor lets var wrap into
+ * another trip. An i32 loop up to 2^31 - 1 ends there (for's semantics). */
 static void lower_endfor(CgCtx *c, LoopStack *s) {
   if (s->depth == 0) return;
   const Loop *l = &s->loops[--s->depth];
   assign_iters(c, s, l);
-  CgOperand more = cg_reg(&c->em, CG_PRED);
-  const char *type = cg_elem_ptx(l->elem);
+  CgOperand more = cg_reg(&c->em, CG_PRED), left = cg_reg_of(c, l->elem);
+  const char *type = cg_elem_ptx(l->elem), *unsigned_type = l->elem == TJ_I64 ? "u64" : "u32";
+  cg_line(&c->em, "sub.%s %s, %s, %s;", type, CG_N(left), CG_N(l->end), CG_N(l->var));
+  cg_line(&c->em, "setp.gt.%s %s, %s, %s;", unsigned_type, CG_N(more), CG_N(left),
+          CG_N(l->step));
   cg_line(&c->em, "add.%s %s, %s, %s;", type, CG_N(l->var), CG_N(l->var), CG_N(l->step));
-  cg_line(&c->em, "setp.lt.%s %s, %s, %s;", type, CG_N(more), CG_N(l->var), CG_N(l->end));
   cg_line(&c->em, "@%s %s $Lloop_%d;", CG_N(more), branch(l->uniform), l->inst);
   cg_raw(&c->em, "$Lend_%d:\n", l->inst);
 }
