@@ -11,6 +11,11 @@
  *   every extreme-value row of the testing rules, in all three dtypes;
  *   forced num_warps and templates, and the NVRTC backend;
  *   row offsets past 2^31 elements (4 GiB of f16, in place);
+ *   rows across CTAs: wide rows (clusters, streamed pieces) and few huge
+ *   rows (the grid level) up to 2^24 with M in {1, 2, 3, 131}, all three
+ *   dtypes; every cluster size and several splits forced, combined and
+ *   streamed; extreme rows at N = 10^6 (every CTA but one all -inf, a NaN,
+ *   a +inf, all -inf);
  *   a second call hits the cache and compiles nothing.
  *
  * Cases run in batches (support_gpu.c): one upload, many launches, one
@@ -166,6 +171,7 @@ enum {
   ROW_HUGE_PAIR,     /* +-3e38: one-hot */
   ROW_EQUAL,         /* uniform */
   ROW_ONE_FINITE,    /* -inf but one: exactly one-hot */
+  ROW_FEW_FINITE,    /* -inf but a window of 64: every other part of the row all -inf */
   ROW_KINDS
 };
 
@@ -185,6 +191,9 @@ static void fill_row(TjMatrix *x, TjRng *rng, int64_t r, int kind) {
     case ROW_EQUAL: v = -3.0; break;
     case ROW_ONE_FINITE:
       if (c != at) v = -INFINITY;
+      break;
+    case ROW_FEW_FINITE:
+      if (c < at || c >= at + 64) v = -INFINITY;
       break;
     default: break;
     }
@@ -254,6 +263,86 @@ START_TEST(nvrtc_backend) {
   c->opts.backend = TJ_BACKEND_NVRTC;
   c->offset = 1;
   run("NVRTC backend", true); /* skipped without libnvrtc or a driver for its PTX */
+}
+END_TEST
+
+/* ---------------------------------------------------- rows across CTAs */
+
+/* Wide rows: a cluster per row (sm_90) or the grid level, streamed where a
+ * thread's share is too large; every dtype, M from one row to more than the
+ * device holds at once, widths at and past powers of two. */
+START_TEST(wide_rows) {
+  static const int64_t ns[] = {32769,  65536,  100003,  131072, 262144,
+                               262145, 524288, 1048576, 1048577};
+  static const int64_t ms[] = {1, 2, 3, 131};
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+      for (size_t j = 0; j < sizeof ms / sizeof ms[0]; j++) {
+        if (gpu_quick() && (ns[i] > 262144 || ms[j] > 3)) continue;
+        GpuCase *c = add(d, ms[j], ns[i]);
+        if ((i + j) % 3 == 0) c->offset = 1; /* unaligned: element by element */
+        if ((i + j) % 4 == 1) c->in_place = true;
+      }
+  run("wide rows", false);
+}
+END_TEST
+
+/* Few huge rows: the grid level, the rows streamed in pieces. */
+START_TEST(huge_rows) {
+  static const int64_t ns[] = {1000000, 4000001, 10000000, (int64_t)1 << 24};
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+      for (int64_t m = 1; m <= 3; m++) {
+        if (gpu_quick() && (ns[i] > 1000000 || m > 1)) continue;
+        GpuCase *c = add(d, m, ns[i]);
+        c->in_place = m == 2;
+        c->offset = m == 3 && d == TJ_DTYPE_F32;
+      }
+  run("huge rows", false);
+}
+END_TEST
+
+/* Strategies forced through the options: every cluster size (sizes above 8
+ * where the device allows them), splits that are and are not powers of two,
+ * a cluster and a split together, and streaming in one CTA (few warps). */
+START_TEST(forced_strategies) {
+  static const int64_t ns[] = {40000, 65536, 100003};
+  for (size_t i = 0; i < 3; i++) {
+    for (int cl = 2; cl <= 16; cl++) add(TJ_DTYPE_F32, 3, ns[i])->opts.cluster = cl;
+    static const int splits[] = {2, 3, 7, 16, 64};
+    for (int k = 0; k < 5; k++) add(TJ_DTYPE_BF16, 3, ns[i])->opts.split = splits[k];
+    GpuCase *c = add(TJ_DTYPE_F16, 5, ns[i]);
+    c->opts.cluster = 2;
+    c->opts.split = 4;
+    add(TJ_DTYPE_F32, 4, ns[i])->opts.num_warps = 4; /* 128 threads: streamed */
+    c = add(TJ_DTYPE_F32, 2, ns[i]);
+    c->opts.num_warps = 8;
+    c->opts.split = 5;
+  }
+  run("forced strategies", true); /* a cluster the device cannot hold is skipped */
+}
+END_TEST
+
+/* Extreme rows spread over many CTAs (N = 10^6, the grid level): one whose
+ * every CTA but one sees only -inf, a NaN in one place, a +inf in one
+ * place, all -inf, the rest of the testing rules' kinds. */
+START_TEST(extreme_rows_across_ctas) {
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++) {
+    GpuCase *c = add(d, ROW_KINDS, 1000000);
+    c->fill = fill_extreme;
+    c = add(d, 2, 1000000);
+    c->fill = fill_extreme;
+    c->fill_arg = ROW_FEW_FINITE;
+    c->opts.split = 128;
+    c = add(d, 4, 1000000);
+    c->fill = fill_extreme;
+    c->fill_arg = ROW_ALL_NEG_INF;
+    c = add(d, ROW_KINDS, 300000);
+    c->fill = fill_extreme;
+    c->fill_arg = 5;
+    c->opts.cluster = 16;
+  }
+  run("extreme rows across CTAs", true);
 }
 END_TEST
 
@@ -384,6 +473,10 @@ int main(void) {
   tcase_add_test(t, forced_warps_and_templates);
   tcase_add_test(t, nvrtc_backend);
   tcase_add_test(t, offsets_past_2_31_elements);
+  tcase_add_test(t, wide_rows);
+  tcase_add_test(t, huge_rows);
+  tcase_add_test(t, forced_strategies);
+  tcase_add_test(t, extreme_rows_across_ctas);
   tcase_add_test(t, second_call_only_launches);
   suite_add_tcase(s, t);
   return gpu_main(s);

@@ -3,8 +3,9 @@
  * default, and only --codegen runs without a CUDA driver and GPU.
  *
  *   tj-bench --codegen   [--iters K] [--arch sm_XX]
- *   tj-bench --bandwidth [--set large|small|all] [--n LIST] [--m M]
+ *   tj-bench --bandwidth [--set large|small|wide|huge|all] [--n LIST] [--m M]
  *                        [--dtype f32|f16|bf16|all] [--backend ptx|nvrtc|both]
+ *                        [--warps W] [--cluster C] [--split S] [--template T]
  *                        [--reps K] [--csv FILE]
  *   tj-bench --latency   [--csv FILE]
  *   tj-bench --all       (--latency, then --bandwidth; bandwidth options apply)
@@ -15,7 +16,11 @@
  * --bandwidth times tj_softmax per shape. The large set has M =
  * ceil(256 MiB / (4 N)) for every dtype, so x is at least 256 MiB in f32
  * (half that in f16 and bf16); the small set is M = 1024 with N = 512 ...
- * 32768, plus 8765x4096 and 4096x2048. Per shape and dtype, x is fresh
+ * 32768, plus 8765x4096 and 4096x2048; the wide set is N = 32768 ... 2^20
+ * with x of at least 256 MiB in every dtype; the huge set is M = 1 and 4
+ * with N = 10^6, 10^7, 2^24 and 5*10^7. --warps, --cluster, --split and
+ * --template override the plan (tj_softmax_options), to compare
+ * strategies. Per shape and dtype, x is fresh
  * random data (4u - 2 plus a per-row offset, u uniform) uploaded once. The
  * first call runs on a NaN-poisoned y and is checked against a float64 CPU
  * reference (every row for small problems, else the first, the last and
@@ -27,7 +32,10 @@
  * 2*M*N*elem bytes.
  * The copy bandwidth is measured the same way on the same buffers (x to y):
  * cuMemcpyDtoD, and a 16-byte-vector copy kernel written in PTX below and
- * loaded with tj_load_ptx; "% copy" is of the larger of the two.
+ * loaded with tj_load_ptx; "% copy" is of the larger of the two. "% dev"
+ * is of the device's copy bandwidth: the same measurement over 256 MiB at
+ * the start of the run (for small problems the same-size copy pays the
+ * launch and the tail too; the device's figure is what the targets use).
  *
  * --latency sets CUDA_CACHE_DISABLE=1 before the driver loads (so that every
  * new kernel goes through the driver's JIT; it also applies to --all) and
@@ -74,23 +82,24 @@
 #define TARGET_LAUNCH_US    3.0
 
 enum Mode { MODE_CODEGEN, MODE_BANDWIDTH, MODE_LATENCY, MODE_ALL };
-enum { SET_LARGE = 1, SET_SMALL = 2 };
+enum { SET_LARGE = 1, SET_SMALL = 2, SET_WIDE = 4, SET_HUGE = 8, SET_COUNT = 4 };
 
 typedef struct Options {
   int mode;
   long iters;    /* --codegen runs */
   int arch;      /* --codegen target */
-  unsigned sets; /* SET_LARGE | SET_SMALL */
+  unsigned sets; /* SET_* bits */
   int64_t n_list[MAX_LIST];
   int n_count;
   int64_t m;                 /* 0: the set's M, or the 256 MiB rule with --n */
   unsigned dtypes, backends; /* one bit per tj_dtype, per tj_backend */
   int reps;
   const char *csv_path;
+  tj_softmax_options plan; /* --warps, --cluster, --split, --template (backend unused) */
 } Options;
 
 typedef struct Shape {
-  int64_t m, n;
+  int64_t m, n; /* m 0: ceil(256 MiB / (elem N)) for the case's dtype */
 } Shape;
 
 static const char *const dtype_names[TJ_DTYPE_COUNT] = {"f32", "f16", "bf16"};
@@ -103,6 +112,9 @@ static const int64_t large_ns[] = {32,   64,   128,  256,   500,   512,   1000, 
 static const Shape small_shapes[] = {{1024, 512},   {1024, 1024}, {1024, 2048},
                                      {1024, 4096},  {1024, 8192}, {1024, 16384},
                                      {1024, 32768}, {8765, 4096}, {4096, 2048}};
+static const int64_t wide_ns[] = {32768, 65536, 131072, 262144, 524288, 1048576};
+static const Shape huge_shapes[] = {{1, 1000000}, {1, 10000000}, {1, 16777216}, {1, 50000000},
+                                    {4, 1000000}, {4, 10000000}, {4, 16777216}, {4, 50000000}};
 /* Cold compiles: n is a kernel argument, not part of the cache key, so
  * each N here has its own BLOCK (128 ... 16384) and hence its own kernel. */
 static const int64_t cold_ns[] = {100, 200, 400, 800, 1600, 3200, 6400, 12800};
@@ -241,6 +253,7 @@ typedef struct Bench {
   FILE *csv;
   uint64_t seed, rng;
   double copy_peak[2]; /* the best cuMemcpyDtoD and copy-kernel GB/s */
+  double device_copy;  /* the better of the two over 256 MiB, first in the run */
   int failures;        /* correctness checks that failed */
   int errors;          /* library or driver errors */
   int said_no_nvrtc;   /* why NVRTC is missing was printed */
@@ -399,7 +412,8 @@ typedef tj_status (*Enqueue)(Bench *b, void *arg);
 
 static tj_status enqueue_softmax(Bench *b, void *arg) {
   const Case *c = arg;
-  tj_softmax_options so = {.backend = c->backend};
+  tj_softmax_options so = b->opt->plan;
+  so.backend = c->backend;
   return check_tj(b, "tj_softmax",
                   tj_softmax(b->ctx, c->dtype, c->m, c->n, c->y, c->n, c->x, c->n, NULL, &so));
 }
@@ -611,6 +625,10 @@ static int shape_list(const Options *o, Shape *out) {
     out[count++] = (Shape){o->m ? o->m : large_m(large_ns[i]), large_ns[i]};
   for (size_t i = 0; (o->sets & SET_SMALL) && i < sizeof small_shapes / sizeof small_shapes[0]; i++)
     out[count++] = (Shape){o->m ? o->m : small_shapes[i].m, small_shapes[i].n};
+  for (size_t i = 0; (o->sets & SET_WIDE) && i < sizeof wide_ns / sizeof wide_ns[0]; i++)
+    out[count++] = (Shape){o->m, wide_ns[i]};
+  for (size_t i = 0; (o->sets & SET_HUGE) && i < sizeof huge_shapes / sizeof huge_shapes[0]; i++)
+    out[count++] = huge_shapes[i];
   return count;
 }
 
@@ -622,22 +640,24 @@ static void print_bandwidth_header(const Bench *b) {
          "%% copy is of the larger. err/tol = max |y - ref| /\n(atol + rtol |ref|) over the "
          "checked rows (PASS if <= 1).\n",
          b->opt->reps);
-  printf("%9s %7s %-5s %-7s %10s %8s %7s %9s %9s %9s %6s\n", "M", "N", "dtype", "backend", "us",
-         "GB/s", "%copy", "dtod GB/s", "kern GB/s", "err/tol", "check");
+  printf("%9s %8s %-5s %-7s %10s %8s %7s %6s %9s %9s %9s %6s\n", "M", "N", "dtype", "backend",
+         "us", "GB/s", "%copy", "%dev", "dtod GB/s", "kern GB/s", "err/tol", "check");
 }
 
 static void print_row(Bench *b, const Case *c, const Copy *copy, double us, const Check *k) {
   double bw = gbps(2.0 * (double)c->bytes, us);
   double best = copy->gbps[0] > copy->gbps[1] ? copy->gbps[0] : copy->gbps[1];
   double pct = best > 0.0 ? 100.0 * bw / best : 0.0;
-  printf("%9lld %7lld %-5s %-7s %10.2f %8.1f %6.1f%% %9.1f %9.1f %9.3g %6s\n", (long long)c->m,
-         (long long)c->n, dtype_names[c->dtype], backend_names[c->backend], us, bw, pct,
-         copy->gbps[0], copy->gbps[1], k->max_ratio, k->pass ? "PASS" : "FAIL");
+  double dev = b->device_copy > 0.0 ? 100.0 * bw / b->device_copy : 0.0;
+  printf("%9lld %8lld %-5s %-7s %10.2f %8.1f %6.1f%% %5.1f%% %9.1f %9.1f %9.3g %6s\n",
+         (long long)c->m, (long long)c->n, dtype_names[c->dtype], backend_names[c->backend], us, bw,
+         pct, dev, copy->gbps[0], copy->gbps[1], k->max_ratio, k->pass ? "PASS" : "FAIL");
   fflush(stdout);
   CsvKey key = {"bandwidth", c->m, c->n, dtype_names[c->dtype], backend_names[c->backend]};
   csv(b, &key, "kernel_us", us, "us");
   csv(b, &key, "gbps", bw, "GB/s");
   csv(b, &key, "pct_copy", pct, "%");
+  csv(b, &key, "pct_device_copy", dev, "%");
   csv(b, &key, "copy_dtod_gbps", copy->gbps[0], "GB/s");
   csv(b, &key, "copy_kernel_gbps", copy->gbps[1], "GB/s");
   csv(b, &key, "max_abs_err", k->max_abs, "");
@@ -672,7 +692,9 @@ static void bench_backend(Bench *b, Case *c, const Copy *copy) {
 }
 
 static void bench_shape(Bench *b, Shape shape, tj_dtype dtype) {
-  Case c = {shape.m, shape.n, dtype, TJ_BACKEND_PTX, 0, 0, 0, NULL};
+  int64_t row = shape.n * (int64_t)dtype_sizes[dtype];
+  int64_t m = shape.m ? shape.m : ((int64_t)LARGE_X_BYTES + row - 1) / row;
+  Case c = {m, shape.n, dtype, TJ_BACKEND_PTX, 0, 0, 0, NULL};
   Copy copy = {{0.0, 0.0}};
   if (case_open(b, &c) != TJ_OK) {
     b->errors++;
@@ -685,9 +707,21 @@ static void bench_shape(Bench *b, Shape shape, tj_dtype dtype) {
   case_close(b, &c);
 }
 
+/* The device's copy bandwidth: the copies of 256 MiB, for "% dev". */
+static void measure_device_copy(Bench *b) {
+  Case c = {(int64_t)LARGE_X_BYTES / 4096, 1024, TJ_DTYPE_F32, TJ_BACKEND_PTX, 0, 0, 0, NULL};
+  Copy copy = {{0.0, 0.0}};
+  if (case_open(b, &c) == TJ_OK) measure_copy(b, &c, &copy);
+  case_close(b, &c);
+  b->device_copy = copy.gbps[0] > copy.gbps[1] ? copy.gbps[0] : copy.gbps[1];
+  printf("device copy over 256 MiB: cuMemcpyDtoD %.1f GB/s, copy kernel %.1f GB/s\n",
+         copy.gbps[0], copy.gbps[1]);
+}
+
 static int run_bandwidth(Bench *b) {
-  Shape shapes[MAX_LIST + 32];
+  Shape shapes[MAX_LIST + 64];
   int count = shape_list(b->opt, shapes);
+  measure_device_copy(b);
   print_bandwidth_header(b);
   for (int d = 0; d < TJ_DTYPE_COUNT; d++)
     for (int i = 0; (b->opt->dtypes & 1u << d) && i < count; i++)
@@ -911,7 +945,9 @@ static int usage(void) {
           "  --latency         codegen, cold compile, NVRTC compile, host time per launch\n"
           "  --all             --latency, then --bandwidth\n"
           "  --codegen         tj_specialize + tj_emit_ptx only (needs no GPU)\n"
-          "  --set S           large, small or all (default large)\n"
+          "  --set S           large, small, wide, huge or all (default large)\n"
+          "  --warps W, --cluster C, --split S, --template auto|single|online\n"
+          "                    override the plan of tj_softmax (tj_softmax_options)\n"
           "  --n LIST          N values, comma-separated, instead of the sets; M from --m\n"
           "                    or ceil(256 MiB / (4 N))\n"
           "  --m M             M for every shape\n"
@@ -954,9 +990,17 @@ static bool parse_list(const char *text, Options *o) {
 }
 
 static bool parse_value(const char *name, const char *value, Options *o) {
-  static const char *const sets[] = {"large", "small"};
+  static const char *const sets[] = {"large", "small", "wide", "huge"};
+  static const char *const templates[] = {"auto", "single", "online"};
   int64_t v;
-  if (!strcmp(name, "--set")) return parse_mask(value, sets, 2, "all", &o->sets);
+  unsigned t;
+  if (!strcmp(name, "--set")) return parse_mask(value, sets, SET_COUNT, "all", &o->sets);
+  if (!strcmp(name, "--template") && parse_mask(value, templates, 3, "-", &t) && t != 7u)
+    return o->plan.which_template = (tj_softmax_template)(t == 2 ? 1 : t == 4 ? 2 : 0), true;
+  if (!strcmp(name, "--warps") && parse_int(value, 1, 32, &v)) return o->plan.num_warps = (int)v, true;
+  if (!strcmp(name, "--cluster") && parse_int(value, 1, 16, &v))
+    return o->plan.cluster = (int)v, true;
+  if (!strcmp(name, "--split") && parse_int(value, 1, 1024, &v)) return o->plan.split = (int)v, true;
   if (!strcmp(name, "--n")) return parse_list(value, o);
   if (!strcmp(name, "--m")) return parse_int(value, 1, INT32_MAX, &o->m);
   if (!strcmp(name, "--dtype"))
