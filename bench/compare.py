@@ -2,11 +2,16 @@
 Triton fused softmax, in one process, on one GPU.
 
     python3 bench/compare.py [--dtype f32|f16|bf16 | --all-dtypes] [--quick]
-                             [--out DIR] [--backend ptx|nvrtc] [--budget SECONDS]
+                             [--sets large,small,wide,huge] [--out DIR]
+                             [--backend ptx|nvrtc] [--budget SECONDS]
 
 Shapes are those of tj-bench: the large set (N from 32 to 262144, M chosen
-so that x is at least 256 MiB in f32; the same M for f16 and bf16) and the
-small set (M = 1024 with N = 512 ... 32768, 8765x4096, 4096x2048).
+so that x is at least 256 MiB in f32; the same M for f16 and bf16), the
+small set (M = 1024 with N = 512 ... 32768, 8765x4096, 4096x2048), the wide
+set (N = 32768 ... 2^20, x at least 256 MiB in every dtype) and the huge
+set (M = 1 and 4, N = 10^6, 10^7, 2^24 and 5*10^7). Triton's fused softmax
+(BLOCK = next_pow2(N), one program a row) is run up to N = 262144; past
+that it cannot hold a row, and its column says so.
 
 For each shape, on a fresh random input (rows scaled by 3 around per-row
 offsets, so the max subtraction matters), every implementation first writes
@@ -17,7 +22,9 @@ with a 256 MB buffer zeroed before every call to flush L2 (warm-up about
 10 ms, about 50 ms of repetitions, 10 to 500 of them). GB/s counts
 2*M*N*element bytes. Copy is the better of x.copy_ into y and a Triton copy
 of 16-byte vectors over the same buffers, counting bytes read plus written;
-"% copy" is against it.
+"% copy" is against it, and "% dev" against the same copies over 256 MiB
+measured first (the device's copy bandwidth, which the targets use; for a
+small problem the same-size copy also pays the launch and the tail).
 
 Also measured: first-call time in a fresh process (tilejit: import,
 context creation, code generation, driver JIT, launch; Triton: an empty
@@ -64,6 +71,9 @@ LARGE_N = [32, 64, 128, 256, 500, 512, 1000, 1024, 2048, 4096, 8192, 16384, 3276
            131072, 262144]
 SMALL = [(1024, n) for n in (512, 1024, 2048, 4096, 8192, 16384, 32768)] + [(8765, 4096),
                                                                             (4096, 2048)]
+WIDE_N = [32768, 65536, 131072, 262144, 524288, 1 << 20]
+HUGE = [(m, n) for m in (1, 4) for n in (10**6, 10**7, 1 << 24, 5 * 10**7)]
+TRITON_MAX_N = 262144
 QUICK_LARGE_N = [128, 1024, 8192, 65536]
 QUICK_SMALL = [(1024, 4096)]
 LARGE_BYTES = 256 << 20  # x in f32
@@ -193,7 +203,7 @@ def runners(x, y, backend):
     output, as users call it, for timing)."""
     calls = {"tilejit": lambda: tilejit.softmax(x, out=y, backend=backend),
              "torch": lambda: torch.softmax(x, -1)}
-    if triton is not None:
+    if triton is not None and x.shape[1] <= TRITON_MAX_N:
         calls["triton"] = lambda: triton_softmax(x, y)
     return calls
 
@@ -202,8 +212,11 @@ def check_all(x, y, dtype, backend, row):
     ref = torch.softmax(x.double(), -1)
     checkers = {"tilejit": lambda: tilejit.softmax(x, out=y, backend=backend),
                 "torch": lambda: torch_softmax_into(x, y)}
-    if triton is not None:
+    if triton is not None and x.shape[1] <= TRITON_MAX_N:
         checkers["triton"] = lambda: triton_softmax(x, y)
+    elif triton is not None:
+        row["notes"].append(f"triton: not run: BLOCK = next_pow2(N) = {1 << (x.shape[1] - 1).bit_length()} "
+                            f"is more than one program holds")
     for name, call in checkers.items():
         y.fill_(float("nan"))
         try:
@@ -239,6 +252,7 @@ def time_all(x, y, backend, flush, row):
             ms = median_ms(call, flush)
             row[f"{name}_ms"], row[f"{name}_gbs"] = ms, gb / (ms * 1e-3)
             row[f"{name}_pct"] = 100 * row[f"{name}_gbs"] / row["copy_gbs"]
+            row[f"{name}_dev"] = 100 * row[f"{name}_gbs"] / DEVICE_COPY["gbs"]
         except Exception as e:
             row["notes"].append(f"{name} timing: {type(e).__name__}: {str(e)[:300]}")
     tj = row.get("tilejit_gbs", math.nan)
@@ -251,7 +265,7 @@ def measure_shape(kind, m, n, dtype, backend, flush):
            "notes": []}
     for name in IMPLS:
         row.update({f"{name}_gbs": math.nan, f"{name}_ms": math.nan, f"{name}_pct": math.nan,
-                    f"{name}_err": math.nan, f"{name}_ok": False})
+                    f"{name}_dev": math.nan, f"{name}_err": math.nan, f"{name}_ok": False})
     x = make_input(m, n, dtype)
     y = torch.empty_like(x)
     check_all(x, y, dtype, backend, row)
@@ -378,7 +392,7 @@ def status_mark(row, name):
     return " FAIL" if not math.isnan(row[f"{name}_err"]) else " ERR"
 
 
-TABLE_HEAD = ["M", "N", "copy GB/s", "tilejit GB/s", "% copy", "torch GB/s", "% copy",
+TABLE_HEAD = ["M", "N", "copy GB/s", "tilejit GB/s", "% copy", "% dev", "torch GB/s", "% copy",
               "Triton GB/s", "% copy", "tilejit/torch", "tilejit/Triton"]
 
 
@@ -386,11 +400,14 @@ def table_cells(row):
     cells = [str(row["M"]), str(row["N"]), fmt(row["copy_gbs"])]
     for name in IMPLS:
         cells += [fmt(row[f"{name}_gbs"]) + status_mark(row, name), fmt(row[f"{name}_pct"])]
+        if name == "tilejit":
+            cells.append(fmt(row["tilejit_dev"]))
     return cells + [fmt(row["vs_torch"], 2), fmt(row["vs_triton"], 2)]
 
 
-ROW_WIDTHS = (7, 6, 6, 12, 4, 11, 4, 11, 4, 6, 6)
-ROW_HEAD = ["M", "N", "copy", "tilejit", "%", "torch", "%", "Triton", "%", "tj/to", "tj/tr"]
+ROW_WIDTHS = (7, 8, 6, 12, 4, 4, 11, 4, 11, 4, 6, 6)
+ROW_HEAD = ["M", "N", "copy", "tilejit", "%", "%dev", "torch", "%", "Triton", "%", "tj/to",
+            "tj/tr"]
 
 
 def print_cells(dtype, kind, cells):
@@ -409,7 +426,8 @@ def markdown_table(rows):
 
 CSV_FIELDS = (["dtype", "set", "M", "N", "bytes", "copy_gbs", "copy_torch_gbs",
                "copy_triton_gbs"]
-              + [f"{name}_{what}" for name in IMPLS for what in ("gbs", "ms", "pct", "err", "ok")]
+              + [f"{name}_{what}" for name in IMPLS
+                 for what in ("gbs", "ms", "pct", "dev", "err", "ok")]
               + ["vs_torch", "vs_triton", "notes"])
 
 
@@ -604,7 +622,9 @@ def write_report(path, rows, meta, images, first, host, failures):
     lines += setup_lines(meta) + [""]
     for dtype in meta["dtypes"]:
         for kind, title in (("large", "problems of at least 256 MiB in f32"),
-                            ("small", "small problems")):
+                            ("small", "small problems"),
+                            ("wide", "wide rows, x of at least 256 MiB"),
+                            ("huge", "few huge rows")):
             subset = [r for r in rows if r["dtype"] == dtype and r["set"] == kind]
             if subset:
                 lines += [f"## {dtype}, {title}", ""] + markdown_table(subset) + [""]
@@ -622,11 +642,30 @@ def write_report(path, rows, meta, images, first, host, failures):
 # ------------------------------------------------------------------- main
 
 
+DEVICE_COPY = {"gbs": math.nan}
+
+
+def measure_device_copy(flush):
+    """The copies of 256 MiB: the device's copy bandwidth, for "% dev"."""
+    x = torch.empty(LARGE_BYTES // 4, device="cuda")
+    x.normal_()
+    y = torch.empty_like(x)
+    found = [2 * LARGE_BYTES / 1e9 / (median_ms(lambda: y.copy_(x), flush) * 1e-3)]
+    if triton is not None:
+        count = triton_copy(y, x)
+        found.append(2 * count * 4 / 1e9 / (median_ms(lambda: triton_copy(y, x), flush) * 1e-3))
+    DEVICE_COPY["gbs"] = max(found)
+    say(f"device copy over 256 MiB: {DEVICE_COPY['gbs']:.0f} GB/s")
+    del x, y
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dtype", choices=list(SIZES), default="f32")
     p.add_argument("--all-dtypes", action="store_true", help="f32, f16 and bf16")
     p.add_argument("--quick", action="store_true", help="a few shapes, one first-call run")
+    p.add_argument("--sets", default="large,small",
+                   help="comma-separated: large, small, wide, huge")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     p.add_argument("--backend", choices=["ptx", "nvrtc"], default="ptx")
     p.add_argument("--budget", type=float, default=420,
@@ -635,10 +674,18 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def shapes(quick):
-    large_n = QUICK_LARGE_N if quick else LARGE_N
-    large = [("large", -(-LARGE_BYTES // (4 * n)), n) for n in large_n]
-    return large + [("small", m, n) for m, n in (QUICK_SMALL if quick else SMALL)]
+def shapes(quick, sets, dtype):
+    out = []
+    if "large" in sets:
+        large_n = QUICK_LARGE_N if quick else LARGE_N
+        out += [("large", -(-LARGE_BYTES // (4 * n)), n) for n in large_n]
+    if "small" in sets:
+        out += [("small", m, n) for m, n in (QUICK_SMALL if quick else SMALL)]
+    if "wide" in sets:
+        out += [("wide", -(-LARGE_BYTES // (SIZES[dtype] * n)), n) for n in WIDE_N]
+    if "huge" in sets:
+        out += [("huge", m, n) for m, n in HUGE]
+    return out
 
 
 def command_line(argv):
@@ -663,7 +710,7 @@ def run_bandwidth(args, dtypes, flush, failures):
     rows, start = [], time.perf_counter()
     print_cells("dtype", "set", ROW_HEAD)
     for dtype in dtypes:
-        for kind, m, n in shapes(args.quick):
+        for kind, m, n in shapes(args.quick, args.sets.split(","), dtype):
             if time.perf_counter() - start > args.budget:
                 say(f"budget of {args.budget:.0f} s spent: skipping {dtype} {m}x{n}")
                 continue
@@ -709,6 +756,7 @@ def main(argv):
     say(f"{info['name']}: torch {torch.__version__}, Triton "
         f"{triton.__version__ if triton else 'absent'}, tilejit from {tilejit.library_path}")
     failures = []
+    measure_device_copy(flush)
     rows = run_bandwidth(args, dtypes, flush, failures)
     host = {}
     if not failures or cuda_alive():
@@ -754,14 +802,15 @@ def write_outputs(args, argv, rows, info, dtypes, first, host, failures):
             "command": command_line(argv), "peak_copy": peak}
     images = {}
     for dtype in dtypes:
-        large = [r for r in rows if r["dtype"] == dtype and r["set"] == "large"]
+        large = [r for r in rows if r["dtype"] == dtype and r["set"] in ("large", "wide")]
+        large.sort(key=lambda r: r["N"])
         if large:
             suffix = "" if dtype == dtypes[0] else f"-{dtype}"
             images[dtype] = plot(stem + suffix, large, f"softmax {dtype}, {info['name']}")
     write_csv(stem + ".csv", rows)
     write_report(stem + ".md", rows, meta, images, first, host, failures)
     for dtype in dtypes:
-        for kind in ("large", "small"):
+        for kind in ("large", "small", "wide", "huge"):
             subset = [r for r in rows if r["dtype"] == dtype and r["set"] == kind]
             if subset:
                 say(f"\n{dtype}, {kind} set:")
