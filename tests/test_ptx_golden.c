@@ -20,16 +20,26 @@
 typedef struct Golden {
   const char *file;
   SoftmaxConfig cfg;
+  SoftmaxSpread spread; /* {0, 0}: as planned */
 } Golden;
 
+/* The last three: a row over a cluster of 8 CTAs (distributed shared
+ * memory), over 64 CTAs of the grid (global memory, a fused max and sum),
+ * and streamed in pieces over 128 CTAs (phases, a reverse second pass). */
 static const Golden goldens[] = {
-    {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0}},
-    {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0}},
-    {"softmax_f32_n4096_w8_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0}},
-    {"softmax_f16_n1024_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0}},
+    {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0}, {0, 0}},
+    {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0}, {0, 0}},
+    {"softmax_f32_n4096_w8_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0}, {0, 0}},
+    {"softmax_f16_n1024_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0}, {0, 0}},
     {"softmax_online_f32_n100000_sm90.ptx",
-     {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}},
-    {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0}},
+     {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}, {0, 0}},
+    {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0}, {0, 0}},
+    {"softmax_f32_n262144_cluster8_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 262144, 0, 0, 16, 90, 0}, {8, 1}},
+    {"softmax_bf16_n1000000_split64_sm80.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000000, 0, 0, 16, 80, 0}, {1, 64}},
+    {"softmax_f32_n10000000_split128_streamed_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 10000000, 0, 0, 16, 90, 0}, {1, 128}},
 };
 
 static char *read_all(const char *path) {
@@ -60,7 +70,7 @@ START_TEST(matches_golden) {
   const Golden *g = &goldens[_i];
   char path[1024], why[1200] = "";
   snprintf(path, sizeof path, "%s/tests/golden/%s", TJ_SOURCE_DIR, g->file);
-  char *ptx = softmax_ptx(&g->cfg, NULL, NULL, why, sizeof why);
+  char *ptx = softmax_ptx_spread(&g->cfg, g->spread, NULL, NULL, why, sizeof why);
   ck_assert_msg(ptx != NULL, "%s: %s", g->file, why);
   const char *bless = getenv("TJ_BLESS");
   if (bless && *bless && strcmp(bless, "0") != 0) {

@@ -12,6 +12,13 @@
  * chunk) must report 0 bytes of spill and stack; the registers of the
  * defaults are printed as a table.
  *
+ * Rows across CTAs: the plan of tj_softmax (softmax_plan.c) on nominal
+ * sm_80, sm_90 and sm_100 devices for wide rows (N = 32768 ... 2^20, M from
+ * 1 to 65536) and huge ones (N up to 5*10^7, M = 1 and 4), every dtype,
+ * aligned and not: each must assemble with no spill and no local memory.
+ * So must every cluster size 2 ... 16 and the splits 2 ... 128 forced on
+ * N = 65536 and 2^20, streamed where a thread's share is too large.
+ *
  * Exits 77 (skipped) only when no ptxas is found.
  */
 #include "codegen/codegen.h"
@@ -140,11 +147,100 @@ START_TEST(every_specialization_assembles) {
 }
 END_TEST
 
+/* ---- rows across CTAs ------------------------------------------------------- */
+
+typedef struct Spread {
+  tj_dtype dtype;
+  int64_t m, n;
+  int align, arch, cluster, split, index;
+} Spread;
+
+static void add_spread(PtxBatch *b, Spread *c) {
+  tj_program *p = NULL;
+  tj_spec *s = NULL;
+  tj_spec_options o;
+  tj_device_info device;
+  tj_softmax_options options = {.cluster = c->cluster, .split = c->split};
+  tj_softmax_plan plan;
+  ck_assert_int_eq(tj_device_nominal(c->arch, &device), TJ_OK);
+  ck_assert_int_eq(tj_softmax_plan_for(&device, c->dtype, c->m, c->n, &options, &plan), TJ_OK);
+  c->cluster = plan.cluster;
+  c->split = plan.split;
+  ck_assert_int_eq(tj_softmax_program(plan.which, c->n, &p), TJ_OK);
+  ck_assert_int_eq(tj_softmax_spec_options(&plan, c->dtype, c->n, &o), TJ_OK);
+  o.align = c->align;
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  tj_codegen_options co = {c->arch, 0, 0};
+  char *ptx = NULL;
+  ck_assert_msg(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK, "%s N=%lld cluster %d split %d: %s",
+                ir_dtype_name(c->dtype), (long long)c->n, c->cluster, c->split, tj_spec_error(s));
+  c->index = ptx_batch_add(b, ptx);
+  tj_free(ptx);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
+
+START_TEST(rows_across_ctas_assemble_without_spills) {
+  static const int spread_archs[] = {80, 90, 100};
+  static const int64_t wide[] = {32768, 32769, 65536, 131072, 262144, 524288, 1048576};
+  static const int64_t ms[] = {1, 4, 131, 65536};
+  static const int64_t huge[] = {1000000, 10000000, 16777216, 50000000};
+  enum { MAX = 1024 };
+  Spread *cases = calloc(MAX, sizeof *cases);
+  int n = 0;
+  PtxBatch *batches[3];
+  for (int a = 0; a < 3; a++) batches[a] = ptx_batch_new(ptxas, spread_archs[a], 16);
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        for (size_t j = 0; j < sizeof ms / sizeof ms[0]; j++)
+          cases[n++] = (Spread){(tj_dtype)d, ms[j], wide[i], (i + j) % 2 ? 16 : 2 << (d == 0), spread_archs[a], 0, 0, -1};
+      for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++)
+        for (int64_t m = 1; m <= 4; m += 3) cases[n++] = (Spread){(tj_dtype)d, m, huge[i], 16, spread_archs[a], 0, 0, -1};
+    }
+  for (int cl = 2; cl <= 16; cl++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      cases[n++] = (Spread){(tj_dtype)d, 4096, 65536, 16, 90, cl, 1, -1};
+      cases[n++] = (Spread){(tj_dtype)d, 4096, 1 << 20, 16, 90, cl, 1, -1};
+    }
+  for (int sp = 2; sp <= 128; sp *= 2)
+    for (int a = 0; a < 3; a++) {
+      cases[n++] = (Spread){TJ_DTYPE_F32, 1, 65536, 16, spread_archs[a], 1, sp, -1};
+      cases[n++] = (Spread){TJ_DTYPE_BF16, 1, 1 << 20, 16, spread_archs[a], 1, sp, -1};
+    }
+  ck_assert_int_le(n, MAX);
+  for (int i = 0; i < n; i++) add_spread(batches[cases[i].arch == 80 ? 0 : cases[i].arch == 90 ? 1 : 2], &cases[i]);
+  for (int a = 0; a < 3; a++) ptx_batch_run(batches[a]);
+  int worst = 0, bad = 0;
+  for (int i = 0; i < n; i++) {
+    const Spread *c = &cases[i];
+    const PtxBatch *b = batches[c->arch == 80 ? 0 : c->arch == 90 ? 1 : 2];
+    const PtxReport *r = ptx_batch_report(b, c->index);
+    ck_assert_msg(r->assembled, "%s M=%lld N=%lld cluster %d split %d sm_%d does not assemble:\n%s",
+                  ir_dtype_name(c->dtype), (long long)c->m, (long long)c->n, c->cluster, c->split,
+                  c->arch, ptx_batch_first_error(b));
+    if (r->spill_bytes || r->stack_bytes || r->local_bytes) {
+      bad++;
+      printf("SPILL %s M=%lld N=%lld align %d cluster %d split %d sm_%d: %d bytes spilled, %d "
+             "stack, %d local (%d registers)\n",
+             ir_dtype_name(c->dtype), (long long)c->m, (long long)c->n, c->align, c->cluster,
+             c->split, c->arch, r->spill_bytes, r->stack_bytes, r->local_bytes, r->registers);
+    }
+    if (r->registers > worst) worst = r->registers;
+  }
+  ck_assert_msg(bad == 0, "%d of %d kernels spill (listed above)", bad, n);
+  printf("rows across CTAs: %d kernels assembled without spills (at most %d registers)\n", n, worst);
+  for (int a = 0; a < 3; a++) ptx_batch_free(batches[a]);
+  free(cases);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ptxas_sweep");
   TCase *t = tcase_create("sweep");
   tcase_set_timeout(t, 900);
   tcase_add_test(t, every_specialization_assembles);
+  tcase_add_test(t, rows_across_ctas_assemble_without_spills);
   suite_add_tcase(s, t);
   return s;
 }

@@ -396,9 +396,11 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), S, 1 << 20, 32, 1, 32);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL), S, 1 << 24, 32, 1, 128);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL), S, 1 << 26, 32, 1, 128);
-  /* No clusters before sm_90: the grid level (A100: 108 SMs). */
-  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 1, 2);
+  /* No clusters before sm_90: the grid level (A100: 108 SMs), 16 elements a
+   * thread; sm_100 clusters at 16 too. */
+  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 1, 4);
   ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL), S, 1 << 22, 32, 1, 64);
+  ASSERT_PLAN(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 4, 1);
   /* The options win. */
   tj_softmax_options o = {.which_template = TJ_SOFTMAX_ONLINE};
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 100003, &o), TJ_SOFTMAX_ONLINE, TJ_SOFTMAX_CHUNK, 8, 1, 1);

@@ -190,6 +190,9 @@ typedef struct CgLayout {
   CgOperand base64;
   CgOperand slot_ok; /* pred: this lane holds the partial repeat */
   CgOperand guard;   /* per instance: slot_ok and the instance's validity */
+  bool dynamic;      /* streamed with repeats past the tile: each repeat of a piece has
+                        its guard, made at the piece's start (stream.c) */
+  CgOperand *rep_guard;
 } CgLayout;
 
 /* Threads of a CTA of `threads` per instance whose longest tile has

@@ -97,6 +97,7 @@ int64_t cg_slot_offset(const CgCtx *c, const CgLayout *l, int slot) {
 }
 
 CgOperand cg_guard(const CgCtx *c, const CgLayout *l, int repeat) {
+  if (l->dynamic) return l->rep_guard[repeat];
   return repeat == l->partial ? l->guard : c->geo.inst_valid;
 }
 

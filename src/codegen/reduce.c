@@ -221,10 +221,12 @@ static CgOperand *slot_values(CgCtx *c, tj_op op, int tile, int first, int count
     int slot = first + k;
     v[k] = cg_slot(c, tile, slot);
     if (keys) v[k] = cg_int_key(c, v[k]);
-    if (slot / l->vec != l->partial) continue;
+    if (!l->dynamic && slot / l->vec != l->partial) continue;
+    CgOperand ok = l->dynamic ? l->rep_guard[slot / l->vec] : l->slot_ok;
+    if (cg_is_true(ok)) continue;
     CgOperand d = cg_reg_of(c, elem);
     cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d),
-            CG_N(v[k]), CG_N(cg_identity(op, elem)), CG_N(l->slot_ok));
+            CG_N(v[k]), CG_N(cg_identity(op, elem)), CG_N(ok));
     v[k] = d;
   }
   return v;

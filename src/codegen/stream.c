@@ -3,7 +3,8 @@
  *
  * A thread of a CTA of T threads can keep about 32768 / T tile elements in
  * registers (half of what the register file gives it at one CTA per SM,
- * the rest for addresses, masks and temporaries; at most CG_MAX_SLOTS).
+ * the rest for addresses, masks and temporaries; at most CG_MAX_SLOTS;
+ * cg_stream_limit).
  * When the widest tile needs more, its repeats are taken P at a time: the
  * thread's slots are one piece of P repeats, and the instance's code runs
  * in loops over the K pieces instead of once over all of them.
@@ -92,9 +93,22 @@ static int widest_layout(const CgCtx *c) {
   return best;
 }
 
+/* A thread spread with others over CTAs needs some registers more (ranks,
+ * cluster and workspace addresses); ptxas for sm_90 fits that beside 32
+ * elements at 64 registers, ptxas for the other archs does not (the ptxas
+ * sweep checks every default), so there such a thread keeps half. */
 int cg_stream_limit(const CgCtx *c) {
   int limit = 32768 / c->geo.threads;
+  if (cg_multi_cta(c) && c->arch != 90) limit /= 2;
   return limit < CG_MAX_SLOTS ? limit : CG_MAX_SLOTS;
+}
+
+/* P repeats a piece: as many as the registers take; fewer if that number
+ * divides the repeats and the largest number that fits does not. */
+static int piece_repeats(const CgLayout *l, int limit) {
+  int most = limit / l->vec, piece = most;
+  while (piece > most / 2 && l->reps % piece) piece--;
+  return l->reps % piece ? most : piece;
 }
 
 tj_status cg_plan_stream(CgCtx *c) {
@@ -104,9 +118,8 @@ tj_status cg_plan_stream(CgCtx *c) {
   c->streamed = false;
   if (w < 0 || c->layouts[w].slots <= limit) return TJ_OK;
   CgLayout *l = &c->layouts[w];
-  int piece = limit / l->vec;
-  while (piece > 1 && l->reps % piece) piece--;
-  if (has_loop(c->p) || l->partial >= 0 || piece < 1) return TJ_OK;
+  int piece = piece_repeats(l, limit);
+  if (has_loop(c->p) || piece < 1) return TJ_OK;
   st->layout = w;
   st->phase = cg_arena_alloc(&c->arena, sizeof *st->phase * ((size_t)c->p->ninsts + 1));
   if (!st->phase) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
@@ -118,11 +131,29 @@ tj_status cg_plan_stream(CgCtx *c) {
     cg_find_pairs(c);
     return TJ_OK;
   }
-  st->pieces = l->reps / piece;
+  st->pieces = (l->reps + piece - 1) / piece;
   st->step = (int64_t)piece * c->geo.span * l->vec;
+  l->dynamic = l->partial >= 0 || l->reps % piece != 0;
   l->reps = piece;
   l->slots = piece * l->vec;
+  l->partial = -1;
+  if (l->dynamic && !(l->rep_guard = cg_new_slots(c, piece))) return c->status;
   return TJ_OK;
+}
+
+/* A piece's repeat j holds elements (its first: lane*VEC + piece start +
+ * j*span*VEC) only where they are inside the tile. */
+static void piece_guards(CgCtx *c) {
+  CgLayout *l = &c->layouts[c->stream.layout];
+  if (!l->dynamic) return;
+  CgOperand first = cg_reg(&c->em, CG_B32);
+  cg_line(&c->em, "add.s32 %s, %s, %s;", CG_N(first), CG_N(l->base32), CG_N(c->piece_start));
+  for (int j = 0; j < l->reps; j++) {
+    CgOperand ok = cg_reg(&c->em, CG_PRED);
+    int64_t below = l->len - (int64_t)j * c->geo.span * l->vec;
+    cg_line(&c->em, "setp.lt.u32 %s, %s, %lld;", CG_N(ok), CG_N(first), (long long)below);
+    l->rep_guard[j] = cg_and_pred(c, ok, c->geo.inst_valid);
+  }
 }
 
 /* ---- lowering ---------------------------------------------------------------- */
@@ -172,6 +203,7 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
   cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
           (long long)(backward ? end - st->step : 0));
   cg_raw(&c->em, "$Lpiece_%d:\n", label);
+  piece_guards(c);
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++) {
     if (!need[i]) continue;
     const IrInst *in = &c->p->insts[i];

@@ -21,7 +21,8 @@
  *     it does not fit the registers) finds it in L2.
  * The resident CTAs are estimated as one 1024-thread CTA per SM (64
  * registers a thread at 32 elements); the runtime measures the real number
- * when it loads the kernel.
+ * when it loads the kernel. Other archs than sm_90 hold 16 elements a
+ * thread (values_per_thread).
  */
 #include "runtime/runtime.h"
 
@@ -30,6 +31,12 @@
 
 #define ROW_PER_CTA 32768 /* elements a 1024-thread CTA holds at 32 a thread */
 #define WIDE_WARPS 32
+
+/* Elements a thread of a 1024-thread CTA holds in a row spread over CTAs:
+ * 32 on sm_90, spill-free there at the 64 registers such a CTA allows (the
+ * ptxas sweep checks it); ptxas for other archs needs a few more registers
+ * at 32, so they hold 16. */
+static int values_per_thread(int arch) { return arch == 90 ? 32 : 16; }
 
 /* Nominal devices: sm -> the numbers of a common part of that arch. */
 static const struct {
@@ -96,7 +103,8 @@ static int64_t resident(const tj_device_info *d, int threads) {
 static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n,
                       tj_softmax_plan *plan) {
   int threads = 32 * plan->num_warps;
-  int64_t per_row = plan->block / ((int64_t)threads * 32), fill = resident(d, threads);
+  int64_t per_row = plan->block / ((int64_t)threads * values_per_thread(d->arch));
+  int64_t fill = resident(d, threads);
   if (per_row < 1) per_row = 1;
   bool clusters = d->arch >= 90 && d->cluster_launch;
   if (clusters && m * (per_row < 16 ? per_row : 16) >= fill) {
