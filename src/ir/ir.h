@@ -8,7 +8,8 @@
  * value or instruction.
  *
  * Sections below follow the files that define them:
- *   util.c       allocation, text buffers, errors, hashing, float16 rounding
+ *   util.c       allocation, text buffers, errors, hashing
+ *   number.c     numbers as text, the same in every locale
  *   ops.c        the op table expanded into names, kinds and type rules
  *   program.c    program storage, constants, append, copy
  *   types.c      the type rules shared by builder, parser and verifier
@@ -69,8 +70,16 @@ void tj_set_error(char *dst, const char *fmt, ...) TJ_PRINTF(2, 3);
 uint64_t tj_fnv1a(const void *data, size_t len, uint64_t seed);
 #define TJ_FNV_SEED 0xcbf29ce484222325ull
 
-/* Shortest decimal text that reads back as the same double ("inf", "-inf", "nan"). */
+/* ----------------------------------------------------------- number.c */
+
+/* Shortest decimal text that reads back as the same double, in any locale
+ * ("0.5", "-0", "1e+300", "inf", "-inf", "nan"). */
 void tj_format_double(char *out, size_t size, double v);
+/* snprintf's "%.*g" in the C locale (a '.' whatever the process's locale). */
+void tj_format_g(char *out, size_t size, int digits, double v);
+/* strtod in the C locale over exactly len bytes; false unless it reads them
+ * all (or len is 0 or over 128). Overflow gives +-inf, underflow 0. */
+bool tj_parse_double(const char *s, size_t len, double *out);
 
 /* ------------------------------------------------------------- ops.c */
 

@@ -300,20 +300,14 @@ static bool is_decimal(const char *s, size_t len, bool *integral) {
   return i == len && i > exponent;
 }
 
-/* A literal's value: inf, nan or a decimal through strtod. */
+/* A literal's value: inf, nan or a decimal, read the same in every locale. */
 static bool literal_value(const char *s, size_t len, bool neg, double *out) {
-  char text[NUMBER_MAX_LEN + 1];
   if (len == 3 && memcmp(s, "inf", 3) == 0)
     *out = INFINITY;
   else if (len == 3 && memcmp(s, "nan", 3) == 0)
     *out = NAN;
-  else {
-    char *end;
-    memcpy(text, s, len);
-    text[len] = '\0';
-    *out = strtod(text, &end);
-    if (end != text + len || isinf(*out)) return false;
-  }
+  else if (!tj_parse_double(s, len, out) || isinf(*out))
+    return false;
   if (neg) *out = -*out;
   return true;
 }

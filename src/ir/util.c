@@ -1,13 +1,12 @@
 /*
  * util.c — the small services every subsystem uses: allocation through one
  * set of functions, a growable text buffer with a printf-checked append,
- * handle error messages, FNV-1a hashing and exact double formatting.
+ * handle error messages and FNV-1a hashing. (Numbers as text: number.c.)
  *
  * Nothing here holds state of its own: every buffer belongs to its caller.
  */
 #include "ir/ir.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,22 +111,6 @@ uint64_t tj_fnv1a(const void *data, size_t len, uint64_t seed) {
     h *= 0x100000001b3ull;
   }
   return h;
-}
-
-void tj_format_double(char *out, size_t size, double v) {
-  if (isnan(v)) {
-    snprintf(out, size, "nan");
-    return;
-  }
-  if (isinf(v)) {
-    snprintf(out, size, v < 0 ? "-inf" : "inf");
-    return;
-  }
-  /* The shortest %.Ng that reads back as the same double. */
-  for (int digits = 1; digits <= 17; digits++) {
-    snprintf(out, size, "%.*g", digits, v);
-    if (strtod(out, NULL) == v) return;
-  }
 }
 
 static const char *const status_names[TJ_STATUS_COUNT] = {
