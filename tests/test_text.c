@@ -261,6 +261,21 @@ static const char canon_loops[] = "kernel loops\n"
                                   "%11 : f32 = neg %5\n"
                                   "%12 : i32 = num_programs\n";
 
+/* f32 constants whose bits a decimal would lose: NaN signs and payloads, -0. */
+static const char canon_bits[] = "kernel bits\n"
+                                 "%0 : f32 = const nan\n"
+                                 "%1 : f32 = const -nan\n"
+                                 "%2 : f32 = const nan:0x7fc00001\n"
+                                 "%3 : f32 = const nan:0xffc12345\n"
+                                 "%4 : f32 = const nan:0x7fffffff\n"
+                                 "%5 : f32 = const -0\n"
+                                 "%6 : f32 = const 0\n"
+                                 "%7 : tile<f32,BLOCK> = const -nan\n"
+                                 "%8 : f32 = const 1.401298464324817e-45\n";
+static const uint32_t canon_bits_want[] = {0x7fc00000, 0xffc00000, 0x7fc00001,
+                                           0xffc12345, 0x7fffffff, 0x80000000,
+                                           0x00000000, 0xffc00000, 0x00000001};
+
 /* The empty program, and one of constants only. */
 static const char canon_empty[] = "kernel empty\n";
 static const char canon_header[] =
@@ -268,9 +283,10 @@ static const char canon_header[] =
 
 static const char *const hand_programs[] = {
     prog_arith,  prog_compare,  prog_casts,  prog_constants, prog_nested,  prog_deep,
-    prog_memory, canon_softmax, canon_loops, canon_empty,    canon_header,
+    prog_memory, canon_softmax, canon_loops, canon_empty,    canon_header, canon_bits,
 };
-static const char *const canonical[] = {canon_softmax, canon_loops, canon_empty, canon_header};
+static const char *const canonical[] = {canon_softmax, canon_loops, canon_empty, canon_header,
+                                        canon_bits};
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -502,6 +518,109 @@ START_TEST(prints_single_instructions) {
 }
 END_TEST
 
+/* ---- every bit of a constant ---------------------------------------------- */
+
+static uint32_t f32_bits(double v) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static double double_of_bits(uint64_t u) {
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+/* "kernel k\n%0 : f32 = const VALUE\n" printed back. */
+static char *print_one_const(const char *value) {
+  char text[128];
+  snprintf(text, sizeof text, "kernel k\n%%0 : f32 = const %s\n", value);
+  tj_program *p = parse_ok(text);
+  char *printed = print_ok(p);
+  tj_program_destroy(p);
+  return printed;
+}
+
+START_TEST(float_constants_keep_every_bit) {
+  tj_program *p = parse_ok(canon_bits);
+  for (size_t i = 0; i < TJ_COUNTOF(canon_bits_want); i++)
+    ck_assert_msg(f32_bits(p->insts[i].fimm) == canon_bits_want[i], "const %zu: 0x%08lx", i,
+                  (unsigned long)f32_bits(p->insts[i].fimm));
+  tj_program_destroy(p);
+  /* Other spellings of the same bits print the canonical one. */
+  const char *spellings[][2] = {{"nan:0x7fc00000", "nan"},
+                                {"nan:0XFFC00000", "-nan"},
+                                {"+nan", "nan"},
+                                {"nan:0x7FC00001", "nan:0x7fc00001"},
+                                {"-0.0", "-0"},
+                                {"-0e5", "-0"}};
+  for (size_t i = 0; i < TJ_COUNTOF(spellings); i++) {
+    char want[128], *got = print_one_const(spellings[i][0]);
+    snprintf(want, sizeof want, "kernel k\n%%0 : f32 = const %s\n", spellings[i][1]);
+    ck_assert_str_eq(got, want);
+    tj_free(got);
+  }
+  /* The builder keeps a NaN's sign and the payload bits an f32 has. */
+  const double built[] = {-NAN, double_of_bits(0x7ff8000020000000ull),
+                          double_of_bits(0xfff8000000000000ull), -0.0};
+  ck_assert_int_eq(tj_program_create("built", &p), TJ_OK);
+  for (size_t i = 0; i < TJ_COUNTOF(built); i++) {
+    tj_value v;
+    ck_assert_int_eq(tj_build_const(p, tj_scalar_type(TJ_F32), built[i], &v), TJ_OK);
+  }
+  char *text = print_ok(p);
+  ck_assert_str_eq(text, "kernel built\n"
+                         "%0 : f32 = const -nan\n"
+                         "%1 : f32 = const nan:0x7fc00001\n"
+                         "%2 : f32 = const -nan\n"
+                         "%3 : f32 = const -0\n");
+  tj_free(text);
+  tj_program_destroy(p);
+}
+END_TEST
+
+/* A spec of "store CONST to y" for one spelling of the constant. */
+static tj_spec *store_const_spec(const char *value) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "kernel k\n%%y : ptr<f32> = param y\n%%i : tile<i32,BLOCK> = arange\n"
+           "%%c : f32 = const %s\nstore %%y, %%i, %%c\n",
+           value);
+  tj_program *p = parse_ok(text);
+  tj_spec_options o = {.n = 64, .dtype = TJ_DTYPE_F32};
+  tj_spec *s = NULL;
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  tj_program_destroy(p);
+  return s;
+}
+
+/* Programs that differ only in a constant's bits get different keys, and
+ * the PTX, which differs, holds each constant's own bits. */
+START_TEST(keys_differ_for_constants_that_differ_in_bits) {
+  const char *values[] = {"nan", "-nan", "nan:0x7fc00001", "0", "-0"};
+  const char *ptx_bits[] = {"0f7FC00000", "0fFFC00000", "0f7FC00001", "0f00000000", "0f80000000"};
+  enum { COUNT = TJ_COUNTOF(values) };
+  tj_spec *specs[COUNT];
+  for (int i = 0; i < COUNT; i++) {
+    specs[i] = store_const_spec(values[i]);
+    char *ptx = NULL;
+    ck_assert_int_eq(tj_emit_ptx(specs[i], NULL, &ptx, NULL), TJ_OK);
+    ck_assert_msg(strstr(ptx, ptx_bits[i]), "const %s: no %s in the PTX", values[i], ptx_bits[i]);
+    tj_free(ptx);
+  }
+  for (int i = 0; i < COUNT; i++)
+    for (int j = i + 1; j < COUNT; j++) {
+      ck_assert_msg(strcmp(tj_spec_key(specs[i]), tj_spec_key(specs[j])) != 0,
+                    "const %s and const %s share the key %s", values[i], values[j],
+                    tj_spec_key(specs[i]));
+      ck_assert_uint_ne(tj_spec_hash(specs[i]), tj_spec_hash(specs[j]));
+    }
+  for (int i = 0; i < COUNT; i++) tj_spec_destroy(specs[i]);
+}
+END_TEST
+
 /* ---- parser semantics ---------------------------------------------------- */
 
 START_TEST(parses_constants_and_names) {
@@ -636,6 +755,17 @@ static const Malformed malformed[] = {
     {K "%0 : f32 = const -1e400\n", 0, TJ_ERR_PARSE, "2:18: ", "number out of range"},
     {K "%0 : i32 = const 99999999999999999999\n", 0, TJ_ERR_PARSE,
      "2:18: ", "integer out of range"},
+    {K "%0 : f32 = const nan:0x7f800001\n", 0, TJ_ERR_PARSE,
+     "2:22: ", "0x7f800001 is not a quiet f32 NaN"},
+    {K "%0 : f32 = const nan:0x12\n", 0, TJ_ERR_PARSE,
+     "2:22: ", "0x00000012 is not a quiet f32 NaN"},
+    {K "%0 : f32 = const -nan:0xffc00000\n", 0, TJ_ERR_PARSE,
+     "2:18: ", "a NaN's sign is in its bits"},
+    {K "%0 : f32 = const nan:7fc00000\n", 0, TJ_ERR_PARSE,
+     "2:22: ", "expected the bits of an f32 NaN"},
+    {K "%0 : f32 = const nan:0x17fc00000\n", 0, TJ_ERR_PARSE,
+     "2:22: ", "expected the bits of an f32 NaN"},
+    {K "%0 : f32 = const nan:\n", 0, TJ_ERR_PARSE, "2:22: ", "expected the bits of an f32 NaN"},
     {K "%0 : i32 = constexpr NOPE\n", 0, TJ_ERR_PARSE, "2:22: ", "unknown constant 'NOPE'"},
     {K "%0 : i32 = param\n", 0, TJ_ERR_PARSE, "2:17: ", "expected a parameter name"},
     {K PID "%1 : i32 = for %0, %0, %0\n", 0, TJ_ERR_PARSE,
@@ -943,6 +1073,10 @@ static Suite *text_suite(void) {
   tcase_add_test(trip, prints_builder_programs);
   tcase_add_test(trip, prints_single_instructions);
   suite_add_tcase(s, trip);
+  TCase *bits = tcase_create("bits");
+  tcase_add_test(bits, float_constants_keep_every_bit);
+  tcase_add_test(bits, keys_differ_for_constants_that_differ_in_bits);
+  suite_add_tcase(s, bits);
   TCase *parse = tcase_create("parse");
   tcase_add_test(parse, parses_constants_and_names);
   tcase_add_test(parse, parses_immediates);

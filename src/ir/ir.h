@@ -73,7 +73,7 @@ uint64_t tj_fnv1a(const void *data, size_t len, uint64_t seed);
 /* ----------------------------------------------------------- number.c */
 
 /* Shortest decimal text that reads back as the same double, in any locale
- * ("0.5", "-0", "1e+300", "inf", "-inf", "nan"). */
+ * ("0.5", "-0", "1e+300", "inf", "-inf", "nan", "-nan"). */
 void tj_format_double(char *out, size_t size, double v);
 /* snprintf's "%.*g" in the C locale (a '.' whatever the process's locale). */
 void tj_format_g(char *out, size_t size, int digits, double v);

@@ -50,7 +50,7 @@ void tj_format_g(char *out, size_t size, int digits, double v) {
 
 void tj_format_double(char *out, size_t size, double v) {
   if (isnan(v)) {
-    snprintf(out, size, "nan");
+    snprintf(out, size, signbit(v) ? "-nan" : "nan");
     return;
   }
   if (isinf(v)) {

@@ -312,8 +312,46 @@ static bool literal_value(const char *s, size_t len, bool neg, double *out) {
   return true;
 }
 
+static int hex_digit(char ch) {
+  if (is_digit(ch)) return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+/* 0x and 1 to 8 hex digits. */
+static bool hex32(Token t, uint32_t *out) {
+  if (t.len < 3 || t.len > 10 || t.s[0] != '0' || (t.s[1] != 'x' && t.s[1] != 'X')) return false;
+  *out = 0;
+  for (size_t i = 2; i < t.len; i++) {
+    if (hex_digit(t.s[i]) < 0) return false;
+    *out = *out << 4 | (uint32_t)hex_digit(t.s[i]);
+  }
+  return true;
+}
+
+/* nan:0xHHHHHHHH after "nan": the bits of an f32 quiet NaN, sign included. */
+static tj_status parse_nan_bits(Parser *ps, size_t start, bool signed_text, double *out) {
+  Cursor *c = &ps->c;
+  c->pos++; /* ':' */
+  Token hex = scan(c, is_name_char);
+  uint32_t bits;
+  if (signed_text)
+    return fail_at(ps, TJ_ERR_PARSE, start, "a NaN's sign is in its bits: expected nan:0x...");
+  if (!hex32(hex, &bits))
+    return fail_at(ps, TJ_ERR_PARSE, hex.pos, "expected the bits of an f32 NaN (nan:0x7fc00001)");
+  if ((bits & 0x7fc00000u) != 0x7fc00000u)
+    return fail_at(ps, TJ_ERR_PARSE, hex.pos,
+                   "0x%08lx is not a quiet f32 NaN (exponent all ones, top mantissa bit set)",
+                   (unsigned long)bits);
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  *out = (double)f; /* exact: converting back to float gives the same bits */
+  return TJ_OK;
+}
+
 /* The value of const: integers exactly for i32 and i64, f32 rounded to float
- * as the builder does, inf and nan by name. */
+ * as the builder does, inf and nan by name, other NaNs by their bits. */
 static tj_status parse_number(Parser *ps, tj_type type, double *out) {
   Cursor *c = &ps->c;
   skip_blank(c);
@@ -321,6 +359,7 @@ static tj_status parse_number(Parser *ps, tj_type type, double *out) {
   bool neg = peek(c) == '-', integral = false;
   if (neg || peek(c) == '+') c->pos++;
   Token t = scan(c, number_char);
+  if (token_is(t, "nan") && peek(c) == ':') return parse_nan_bits(ps, start, start != t.pos, out);
   bool special = token_is(t, "inf") || token_is(t, "nan");
   if (!special && !is_decimal(t.s, t.len, &integral)) {
     c->pos = start;
