@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- hand-written programs --------------------------------------------- */
 
@@ -621,6 +622,103 @@ START_TEST(keys_differ_for_constants_that_differ_in_bits) {
 }
 END_TEST
 
+/* ---- keys and deep nests ---------------------------------------------------- */
+
+/* Every allocation tj_specialize makes, failed one at a time: each run
+ * either fails with TJ_ERR_OUT_OF_MEMORY and no spec, or succeeds with the
+ * key of an undisturbed run; never a spec with a key built from part of
+ * the program's text. */
+START_TEST(specialize_never_keys_a_truncated_text) {
+  const char *sources[] = {tj_template_softmax, canon_bits};
+  for (size_t k = 0; k < TJ_COUNTOF(sources); k++) {
+    tj_program *p = parse_ok(sources[k]);
+    tj_spec_options o = {.n = 1000, .dtype = TJ_DTYPE_F32};
+    tj_spec *ref = NULL;
+    ck_assert_int_eq(tj_specialize(p, &o, &ref), TJ_OK);
+    int failed = 0;
+    for (long n = 1;; n++) {
+      tj_spec *s = NULL;
+      tj_test_fail_allocation(n);
+      tj_status st = tj_specialize(p, &o, &s);
+      bool injected = tj_test_fail_allocation(0) == 0;
+      if (st == TJ_OK) {
+        ck_assert_str_eq(tj_spec_key(s), tj_spec_key(ref));
+        ck_assert_uint_eq(tj_spec_hash(s), tj_spec_hash(ref));
+      } else {
+        ck_assert_msg(st == TJ_ERR_OUT_OF_MEMORY, "allocation %ld: %s: %s", n, tj_status_string(st),
+                      tj_program_error(p));
+        ck_assert_ptr_null(s);
+        ck_assert_ptr_nonnull(strstr(tj_program_error(p), "out of memory"));
+        failed++;
+      }
+      tj_spec_destroy(s);
+      if (!injected) break; /* every allocation has been failed once */
+    }
+    ck_assert_int_gt(failed, 10);
+    tj_spec_destroy(ref);
+    tj_program_destroy(p);
+  }
+}
+END_TEST
+
+static double seconds_now(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* depth nested loops over i32 0..0, with `const VALUE` in the innermost. */
+static tj_program *nest(int depth, double value) {
+  tj_program *p;
+  tj_value zero, loop, v;
+  ck_assert_int_eq(tj_program_create("nest", &p), TJ_OK);
+  ck_assert_int_eq(tj_build_const(p, tj_scalar_type(TJ_I32), 0, &zero), TJ_OK);
+  tj_value bounds[3] = {zero, zero, zero};
+  for (int i = 0; i < depth; i++) ck_assert_int_eq(tj_build(p, TJ_OP_FOR, bounds, 3, &loop), TJ_OK);
+  ck_assert_int_eq(tj_build_const(p, tj_scalar_type(TJ_F32), value, &v), TJ_OK);
+  for (int i = 0; i < depth; i++) ck_assert_int_eq(tj_build(p, TJ_OP_ENDFOR, NULL, 0, NULL), TJ_OK);
+  return p;
+}
+
+/* Printing is linear in the program: indentation stops growing at 16
+ * levels, and 100000 nested loops print in well under a second (it took
+ * 38 s and 4.2 GB when every level indented). */
+START_TEST(deep_nests_print_in_linear_time) {
+  enum { DEPTH = 100000 };
+  tj_program *p = nest(DEPTH, 1.0);
+  double start = seconds_now();
+  char *text = print_ok(p);
+  double took = seconds_now() - start;
+  ck_assert_msg(took < 0.5, "printing %d nested loops took %.2f s", DEPTH, took);
+  ck_assert_uint_lt(strlen(text), (size_t)DEPTH * 2 * 64);
+  ck_assert_ptr_nonnull(
+      strstr(text, "\n                                %17 : i32 = for %0, %0, %0\n"));
+  ck_assert_ptr_nonnull(
+      strstr(text, "\n                                %100001 : f32 = const 1\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\n  endfor\nendfor\n"));
+  tj_free(round_trip(text)); /* and reads back exactly */
+  tj_free(text);
+  tj_program_destroy(p);
+}
+END_TEST
+
+/* Two programs that differ only in a constant 60000 loops deep. */
+START_TEST(keys_differ_deep_in_a_nest) {
+  enum { DEPTH = 60000 };
+  tj_program *a = nest(DEPTH, 1.0), *b = nest(DEPTH, 2.0);
+  tj_spec_options o = {.n = 64, .dtype = TJ_DTYPE_F32};
+  tj_spec *sa = NULL, *sb = NULL;
+  ck_assert_msg(tj_specialize(a, &o, &sa) == TJ_OK, "%s", tj_program_error(a));
+  ck_assert_msg(tj_specialize(b, &o, &sb) == TJ_OK, "%s", tj_program_error(b));
+  ck_assert_str_ne(tj_spec_key(sa), tj_spec_key(sb));
+  ck_assert_uint_ne(tj_spec_hash(sa), tj_spec_hash(sb));
+  tj_spec_destroy(sa);
+  tj_spec_destroy(sb);
+  tj_program_destroy(a);
+  tj_program_destroy(b);
+}
+END_TEST
+
 /* ---- parser semantics ---------------------------------------------------- */
 
 START_TEST(parses_constants_and_names) {
@@ -1077,6 +1175,12 @@ static Suite *text_suite(void) {
   tcase_add_test(bits, float_constants_keep_every_bit);
   tcase_add_test(bits, keys_differ_for_constants_that_differ_in_bits);
   suite_add_tcase(s, bits);
+  TCase *keys = tcase_create("keys");
+  tcase_set_timeout(keys, 60);
+  tcase_add_test(keys, specialize_never_keys_a_truncated_text);
+  tcase_add_test(keys, deep_nests_print_in_linear_time);
+  tcase_add_test(keys, keys_differ_deep_in_a_nest);
+  suite_add_tcase(s, keys);
   TCase *parse = tcase_create("parse");
   tcase_add_test(parse, parses_constants_and_names);
   tcase_add_test(parse, parses_immediates);

@@ -44,6 +44,10 @@
 void *tj_alloc(size_t size);                /* zeroed; NULL on failure */
 void *tj_realloc(void *p, size_t size);     /* NULL on failure, p untouched */
 char *tj_strdup(const char *s);
+/* Tests only: makes the nth allocation from now on this thread (tj_alloc,
+ * tj_realloc, tj_strdup, text buffers) fail; 0 disarms. Returns how many
+ * were left before the failure: 0 if it happened (or none was armed). */
+long tj_test_fail_allocation(long nth);
 /* Grows *items (of elem bytes each) so that it holds at least need; false on OOM. */
 bool tj_grow(void **items, int *cap, int need, size_t elem);
 

@@ -10,8 +10,12 @@
  *   %3 : f32 = const -inf           by index, immediates after the op name
  *   store %0, %1, %2                ops without a result start with the op
  *   %9 : i32 = for %4, %5, %6       loop bodies (iters, body, yields) are
- *     %10 : f32 = iter %3           indented two spaces per open loop
- *   endfor
+ *     %10 : f32 = iter %3           indented two spaces per open loop, up
+ *   endfor                          to 16 loops deep (32 spaces)
+ *
+ * The indentation stops growing at INDENT_MAX levels so that the text stays
+ * linear in the program's size (100000 nested loops would otherwise take
+ * gigabytes); the parser ignores indentation, so round trips are exact.
  *
  * Constants keep every bit: integers print as integers; f32 values as the
  * shortest decimal that reads back as the same value ("0.5", "-0"), "inf",
@@ -26,6 +30,8 @@
 
 #include <math.h>
 #include <string.h>
+
+#define INDENT_MAX 16 /* loop levels; deeper ones print at this indentation */
 
 static void print_consts(const tj_program *p, TjBuf *out) {
   for (int i = 0; i < p->nconsts; i++) {
@@ -125,8 +131,7 @@ void ir_print(const tj_program *p, TjBuf *out) {
   int depth = 0;
   for (int i = 0; i < p->ninsts; i++) {
     if (p->insts[i].op == TJ_OP_ENDFOR && depth > 0) depth--;
-    for (int d = 0; d < depth; d++)
-      buf_puts(out, "  ");
+    buf_printf(out, "%*s", 2 * (depth < INDENT_MAX ? depth : INDENT_MAX), "");
     ir_print_inst(p, i, out);
     buf_puts(out, "\n");
     if (p->insts[i].op == TJ_OP_FOR) depth++;

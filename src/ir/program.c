@@ -55,7 +55,7 @@ void ir_program_free(tj_program *p) {
 
 static void *dup_array(const void *src, int count, size_t elem, bool *ok) {
   if (count == 0) return NULL;
-  void *d = malloc((size_t)count * elem);
+  void *d = tj_realloc(NULL, (size_t)count * elem);
   if (!d) {
     *ok = false;
     return NULL;
@@ -64,14 +64,17 @@ static void *dup_array(const void *src, int count, size_t elem, bool *ok) {
   return d;
 }
 
+/* Copies the constants and parameter names, counting them as they come so
+ * that a copy left half done frees cleanly. */
 static bool copy_names(tj_program *d, const tj_program *p) {
   for (int i = 0; i < p->nconsts; i++) {
-    d->consts[i].name = tj_strdup(p->consts[i].name);
-    if (!d->consts[i].name) return false;
+    d->consts[i] = p->consts[i];
+    if (!(d->consts[i].name = tj_strdup(p->consts[i].name))) return false;
+    d->nconsts = i + 1;
   }
   for (int i = 0; i < p->nparams; i++) {
-    d->params[i] = tj_strdup(p->params[i]);
-    if (!d->params[i]) return false;
+    if (!(d->params[i] = tj_strdup(p->params[i]))) return false;
+    d->nparams = i + 1;
   }
   return true;
 }
@@ -80,6 +83,10 @@ tj_program *ir_program_copy(const tj_program *p) {
   tj_program *d = tj_alloc(sizeof *d);
   if (!d) return NULL;
   *d = *p;
+  /* Own nothing of p's yet, so that ir_program_free(d) is safe at any point. */
+  d->name = NULL, d->insts = NULL, d->types = NULL, d->defs = NULL, d->scopes = NULL;
+  d->open_loops = NULL, d->consts = NULL, d->params = NULL;
+  d->nconsts = d->nparams = 0;
   bool ok = true;
   d->name = tj_strdup(p->name);
   d->insts = dup_array(p->insts, p->ninsts, sizeof *p->insts, &ok);
@@ -89,8 +96,6 @@ tj_program *ir_program_copy(const tj_program *p) {
   d->open_loops = dup_array(p->open_loops, p->nopen, sizeof *p->open_loops, &ok);
   d->consts = tj_alloc((size_t)(p->nconsts ? p->nconsts : 1) * sizeof *d->consts);
   d->params = tj_alloc((size_t)(p->nparams ? p->nparams : 1) * sizeof *d->params);
-  if (d->consts) memcpy(d->consts, p->consts, (size_t)p->nconsts * sizeof *d->consts);
-  for (int i = 0; d->consts && i < p->nconsts; i++) d->consts[i].name = NULL;
   d->cap_insts = p->ninsts, d->cap_values = p->nvalues, d->cap_open = p->nopen;
   d->cap_consts = p->nconsts ? p->nconsts : 1, d->cap_params = p->nparams ? p->nparams : 1;
   ok = ok && d->name && d->consts && d->params && copy_names(d, p);
@@ -126,7 +131,7 @@ bool ir_valid_identifier(const char *name, size_t len) {
 }
 
 static char *dup_len(const char *s, size_t len) {
-  char *d = malloc(len + 1);
+  char *d = tj_realloc(NULL, len + 1);
   if (d) {
     memcpy(d, s, len);
     d[len] = '\0';

@@ -4,6 +4,8 @@
  * handle error messages and FNV-1a hashing. (Numbers as text: number.c.)
  *
  * Nothing here holds state of its own: every buffer belongs to its caller.
+ * The one exception is a per-thread countdown that lets tests make any
+ * chosen allocation fail (tj_test_fail_allocation); it is 0 otherwise.
  */
 #include "ir/ir.h"
 
@@ -11,9 +13,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *tj_alloc(size_t size) { return calloc(1, size ? size : 1); }
+/* Tests only (tj_test_fail_allocation): allocations left on this thread
+ * before the one that fails; 0: none fails. */
+static _Thread_local long allocations_to_failure;
 
-void *tj_realloc(void *p, size_t size) { return realloc(p, size ? size : 1); }
+long tj_test_fail_allocation(long nth) {
+  long left = allocations_to_failure;
+  allocations_to_failure = nth > 0 ? nth : 0;
+  return left;
+}
+
+static bool injected_failure(void) {
+  return allocations_to_failure > 0 && --allocations_to_failure == 0;
+}
+
+void *tj_alloc(size_t size) { return injected_failure() ? NULL : calloc(1, size ? size : 1); }
+
+void *tj_realloc(void *p, size_t size) {
+  return injected_failure() ? NULL : realloc(p, size ? size : 1);
+}
 
 void tj_free(void *p) { free(p); }
 
@@ -21,7 +39,7 @@ const char *tj_version(void) { return TJ_VERSION_STRING; }
 
 char *tj_strdup(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = tj_realloc(NULL, n);
   if (d) memcpy(d, s, n);
   return d;
 }
@@ -50,7 +68,7 @@ static bool reserve(TjBuf *b, size_t extra) {
   if (b->len + extra + 1 <= b->cap) return true;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + extra + 1) cap *= 2;
-  char *d = realloc(b->data, cap);
+  char *d = tj_realloc(b->data, cap);
   if (!d) {
     b->oom = true;
     return false;

@@ -50,7 +50,9 @@ static tj_status replay(tj_program *p, tj_program *s, int i) {
   a.iimm = in->iimm;
   a.declared = in->result != IR_NONE ? p->types[in->result] : ir_no_type();
   int32_t result;
-  if (ir_append(s, &a, &result) != TJ_OK) return fail_at(p, i, TJ_ERR_VERIFY, s->error);
+  tj_status st = ir_append(s, &a, &result);
+  if (st == TJ_ERR_OUT_OF_MEMORY) return ir_fail(p, st, "out of memory");
+  if (st != TJ_OK) return fail_at(p, i, TJ_ERR_VERIFY, s->error);
   if (result != in->result) return fail_at(p, i, TJ_ERR_VERIFY, "values are not numbered in order");
   return TJ_OK;
 }
