@@ -866,6 +866,8 @@ static const Malformed malformed[] = {
     {K "%0 : f32 = const nan:\n", 0, TJ_ERR_PARSE, "2:22: ", "expected the bits of an f32 NaN"},
     {K "%0 : i32 = constexpr NOPE\n", 0, TJ_ERR_PARSE, "2:22: ", "unknown constant 'NOPE'"},
     {K "%0 : i32 = param\n", 0, TJ_ERR_PARSE, "2:17: ", "expected a parameter name"},
+    {K "%0 : ptr<f32> = param p\n%1 : i32 = param q\n%2 : ptr<f32> = param p\n", 0,
+     TJ_ERR_INVALID_ARGUMENT, "4:1: ", "param: parameter p is already declared"},
     {K PID "%1 : i32 = for %0, %0, %0\n", 0, TJ_ERR_PARSE,
      "4:1: ", "expected endfor (the for at 3:1"},
     {K "%0 : i32 = program_id\0\n", 32, TJ_ERR_PARSE, "2:22: ", "expected end of line"},

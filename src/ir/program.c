@@ -275,7 +275,8 @@ static tj_status check_const_value(tj_program *p, tj_type t, double v) {
   return TJ_OK;
 }
 
-/* Parameters are declared at top level, each once, in order. */
+/* Parameters are declared at top level, each once, in order, each with a
+ * name of its own (the kernel's parameters are named after them). */
 static tj_status check_param(tj_program *p, int64_t index) {
   int seen = 0;
   for (int i = 0; i < p->ninsts; i++) seen += p->insts[i].op == TJ_OP_PARAM;
@@ -283,6 +284,10 @@ static tj_status check_param(tj_program *p, int64_t index) {
     return ir_fail(p, TJ_ERR_VERIFY, "param: parameter %lld is out of order (expected %d)",
                    (long long)index, seen);
   if (p->nopen) return ir_fail(p, TJ_ERR_VERIFY, "param inside a loop");
+  for (int64_t i = 0; i < index; i++)
+    if (strcmp(p->params[i], p->params[index]) == 0)
+      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "param: parameter %s is already declared",
+                     p->params[index]);
   return TJ_OK;
 }
 
