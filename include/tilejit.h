@@ -198,7 +198,11 @@ tj_status tj_program_const(const tj_program *p, const char *name, int *index);
 
 /* Builder. Each call appends one instruction and returns its result. On error
  * nothing is appended, the status says why and tj_program_error says what. */
+/* A parameter's name is an identifier no other parameter of p has. */
 tj_status tj_build_param(tj_program *p, const char *name, tj_type type, tj_value *out);
+/* value must be one of type's elem, as in the text form: an integer of the
+ * range for i32 and i64; for f32 any value that rounds to a finite float (it
+ * is rounded to nearest), or inf, -inf or a NaN. Otherwise TJ_ERR_TYPE. */
 tj_status tj_build_const(tj_program *p, tj_type type, double value, tj_value *out);
 tj_status tj_build_constexpr(tj_program *p, int const_index, tj_value *out);
 tj_status tj_build_arange(tj_program *p, int len_const, tj_value *out);

@@ -116,7 +116,7 @@ static const char prog_constants[] = "kernel constants\n"
                                      "%b : i32 = const -2147483648\n"
                                      "%c : i32 = const 2147483647\n"
                                      "%d : i64 = const -9223372036854775808\n"
-                                     "%e : i64 = const 9007199254740993\n"
+                                     "%e : i64 = const 9007199254740992\n"
                                      "%f : f32 = const 0.1\n"
                                      "%g : f32 = const -inf\n"
                                      "%h : f32 = const inf\n"
@@ -779,6 +779,64 @@ START_TEST(parses_immediates) {
 }
 END_TEST
 
+/* One rule for the values of constants, in the parser and the builder
+ * alike: same verdict, same reason, same value kept. */
+typedef struct ConstCase {
+  tj_elem elem;
+  const char *text;
+  double value;       /* what the builder is given: the text's exact value */
+  const char *reason; /* NULL: accepted */
+  double kept;        /* accepted: the value the program keeps */
+} ConstCase;
+
+static const ConstCase const_cases[] = {
+    {TJ_I32, "0.5", 0.5, "is not a value of i32", 0},
+    {TJ_I32, "3e9", 3e9, "is not a value of i32", 0},
+    {TJ_I32, "2147483648", 2147483648.0, "is not a value of i32", 0},
+    {TJ_I32, "2147483647", 2147483647.0, NULL, 2147483647.0},
+    {TJ_I32, "-2147483648", -2147483648.0, NULL, -2147483648.0},
+    {TJ_I32, "1.5e3", 1500, NULL, 1500},
+    {TJ_I32, "-0", -0.0, NULL, 0.0},
+    {TJ_I32, "inf", INFINITY, "is not a value of i32", 0},
+    {TJ_I64, "9223372036854775808", 0x1p63, "is not a value of i64", 0},
+    {TJ_I64, "-9223372036854775808", -0x1p63, NULL, -0x1p63},
+    {TJ_I64, "nan", NAN, "is not a value of i64", 0},
+    {TJ_F32, "1e300", 1e300, "is out of range for f32", 0},
+    {TJ_F32, "-3.5e38", -3.5e38, "is out of range for f32", 0},
+    {TJ_F32, "3.4028235e38", 3.4028235e38, NULL, 3.4028234663852886e38},
+    {TJ_F32, "-inf", -INFINITY, NULL, -INFINITY},
+    {TJ_F32, "1e-50", 1e-50, NULL, 0.0},
+    {TJ_F32, "0.1", 0.1, NULL, (double)0.1f},
+};
+
+START_TEST(const_values_follow_one_rule) {
+  const ConstCase *c = &const_cases[_i];
+  char text[128];
+  snprintf(text, sizeof text, "kernel k\n%%0 : %s = const %s\n", ir_elem_name(c->elem), c->text);
+  tj_program *parsed = NULL, *built = NULL;
+  tj_value v;
+  tj_status ps = parse_exact(text, strlen(text), &parsed);
+  ck_assert_int_eq(tj_program_create("k", &built), TJ_OK);
+  tj_status bs = tj_build_const(built, tj_scalar_type(c->elem), c->value, &v);
+  if (c->reason) {
+    char want[128];
+    snprintf(want, sizeof want, "2:18: const: %s %s", c->text, c->reason);
+    ck_assert_int_eq(ps, TJ_ERR_TYPE);
+    ck_assert_str_eq(tj_program_error(parsed), want);
+    ck_assert_int_eq(bs, TJ_ERR_TYPE);
+    ck_assert_msg(strstr(tj_program_error(built), c->reason), "%s", tj_program_error(built));
+    ck_assert_int_eq(built->ninsts, 0);
+  } else {
+    ck_assert_msg(ps == TJ_OK, "%s: %s", c->text, tj_program_error(parsed));
+    ck_assert_msg(bs == TJ_OK, "%s: %s", c->text, tj_program_error(built));
+    ck_assert(memcmp(&parsed->insts[0].fimm, &c->kept, sizeof c->kept) == 0);
+    ck_assert(memcmp(&built->insts[0].fimm, &c->kept, sizeof c->kept) == 0);
+  }
+  tj_program_destroy(parsed);
+  tj_program_destroy(built);
+}
+END_TEST
+
 START_TEST(errors_leave_the_program_and_message) {
   tj_program *p = (tj_program *)&p; /* any non-NULL value: it must come back NULL */
   ck_assert_int_eq(tj_program_parse(NULL, 0, &p), TJ_ERR_INVALID_ARGUMENT);
@@ -849,10 +907,28 @@ static const Malformed malformed[] = {
     {K "%0 : f32 = const abc\n", 0, TJ_ERR_PARSE, "2:18: ", "expected a number"},
     {K "%0 : f32 = const 0x10\n", 0, TJ_ERR_PARSE, "2:18: ", "expected a number"},
     {K "%0 : f32 = const 1e\n", 0, TJ_ERR_PARSE, "2:18: ", "expected a number"},
-    {K "%0 : f32 = const 1e39\n", 0, TJ_ERR_PARSE, "2:18: ", "out of range for f32"},
-    {K "%0 : f32 = const -1e400\n", 0, TJ_ERR_PARSE, "2:18: ", "number out of range"},
-    {K "%0 : i32 = const 99999999999999999999\n", 0, TJ_ERR_PARSE,
-     "2:18: ", "integer out of range"},
+    /* Values out of their type's range: the builder's rule, status and words. */
+    {K "%0 : f32 = const 1e39\n", 0, TJ_ERR_TYPE, "2:18: ", "const: 1e39 is out of range for f32"},
+    {K "%0 : f32 = const -1e400\n", 0, TJ_ERR_TYPE,
+     "2:18: ", "const: -1e400 is out of range for f32"},
+    {K "%0 : tile<f32,BLOCK> = const 1e300\n", 0, TJ_ERR_TYPE,
+     "2:30: ", "const: 1e300 is out of range for f32"},
+    {K "%0 : f32 = const 3.4028236e38\n", 0, TJ_ERR_TYPE,
+     "2:18: ", "const: 3.4028236e38 is out of range for f32"},
+    {K "%0 : i32 = const 99999999999999999999\n", 0, TJ_ERR_TYPE,
+     "2:18: ", "const: 99999999999999999999 is not a value of i32"},
+    {K "%0 : i32 = const 1e-999\n", 0, TJ_ERR_TYPE,
+     "2:18: ", "const: 1e-999 is not a value of i32"},
+    {K "%0 : i32 = const -0.5\n", 0, TJ_ERR_TYPE, "2:18: ", "const: -0.5 is not a value of i32"},
+    {K "%0 : i32 = const 3e9\n", 0, TJ_ERR_TYPE, "2:18: ", "const: 3e9 is not a value of i32"},
+    {K "%0 : i32 = const 2147483648\n", 0, TJ_ERR_TYPE,
+     "2:18: ", "const: 2147483648 is not a value of i32"},
+    {K "%0 : i32 = const inf\n", 0, TJ_ERR_TYPE, "2:18: ", "const: inf is not a value of i32"},
+    {K "%0 : i64 = const -nan\n", 0, TJ_ERR_TYPE, "2:18: ", "const: -nan is not a value of i64"},
+    {K "%0 : i64 = const 9223372036854775808\n", 0, TJ_ERR_TYPE,
+     "2:18: ", "const: 9223372036854775808 is not a value of i64"},
+    {K "%0 : i64 = const 9007199254740993\n", 0, TJ_ERR_TYPE,
+     "2:18: ", "const: 9007199254740993 is not held exactly"},
     {K "%0 : f32 = const nan:0x7f800001\n", 0, TJ_ERR_PARSE,
      "2:22: ", "0x7f800001 is not a quiet f32 NaN"},
     {K "%0 : f32 = const nan:0x12\n", 0, TJ_ERR_PARSE,
@@ -875,7 +951,7 @@ static const Malformed malformed[] = {
     {"kernel aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", 0, TJ_ERR_PARSE,
      "1:8: ", "longer than 63 characters"},
     /* ir_append's rules: its status, the instruction's position in front. */
-    {K "%0 : i32 = const 1.5\n", 0, TJ_ERR_TYPE, "2:1: ", "const: 1.5 is not a value of i32"},
+    {K "%0 : i32 = const 1.5\n", 0, TJ_ERR_TYPE, "2:18: ", "const: 1.5 is not a value of i32"},
     {K "%0 : f32 = program_id\n", 0, TJ_ERR_TYPE,
      "2:1: ", "declared type f32, but the operands give i32"},
     {K "%0 : tile<f32,BLOCK> = arange\n", 0, TJ_ERR_TYPE,
@@ -1187,6 +1263,7 @@ static Suite *text_suite(void) {
   tcase_add_test(parse, parses_constants_and_names);
   tcase_add_test(parse, parses_immediates);
   tcase_add_test(parse, errors_leave_the_program_and_message);
+  tcase_add_loop_test(parse, const_values_follow_one_rule, 0, (int)TJ_COUNTOF(const_cases));
   tcase_add_loop_test(parse, rejects_malformed_input, 0, (int)TJ_COUNTOF(malformed));
   suite_add_tcase(s, parse);
   TCase *fuzz = tcase_create("fuzz");

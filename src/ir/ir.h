@@ -85,6 +85,12 @@ void tj_format_g(char *out, size_t size, int digits, double v);
  * all (or len is 0 or over 128). Overflow gives +-inf, underflow 0. */
 bool tj_parse_double(const char *s, size_t len, double *out);
 
+typedef enum IrDecimal { DECIMAL_INTEGER, DECIMAL_FRACTION, DECIMAL_TOO_BIG } IrDecimal;
+/* The exact integer a decimal literal (digits [. digits] [e [+-] digits],
+ * unsigned, at most 128 bytes) stands for, negated when neg: "1.5e3" is
+ * 1500; "0.5" and "1e-999" are fractions; past int64 is too big. */
+IrDecimal ir_decimal_integer(const char *s, size_t len, bool neg, int64_t *out);
+
 /* ------------------------------------------------------------- ops.c */
 
 typedef enum IrKind { KIND_SOURCE, KIND_ELEMENTWISE, KIND_MEMORY, KIND_REDUCE, KIND_CONTROL } IrKind;
@@ -214,6 +220,14 @@ void ir_type_format(const tj_program *p, tj_type t, char *out, size_t size);
  * failure writes why into why (without the instruction) and returns false. */
 bool ir_infer(const tj_program *p, tj_op op, const int32_t *args, int nargs, tj_type declared,
               tj_type *result, char *why, size_t why_size);
+/* The one rule for the value of a const of elem e, for the builder and the
+ * parser alike: i32 and i64 take integers of their range; f32 takes any
+ * value that rounds to a finite float, and inf, -inf and NaN given as such.
+ * On success *stored is what the program keeps: the value rounded to f32
+ * (a NaN keeps its sign and the payload an f32 holds), or the integer (0
+ * for -0). On failure *why is the reason, to follow the value in a message
+ * ("is out of range for f32"). */
+bool ir_const_immediate(tj_elem e, double v, double *stored, const char **why);
 
 /* ----------------------------------------------------------- verify.c */
 

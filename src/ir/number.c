@@ -10,6 +10,9 @@
  * (POSIX 2008) around its snprintf or strtod and switches back; uselocale
  * changes only the calling thread, so this is safe while other threads run.
  * The library never calls setlocale.
+ *
+ * Also here: the exact integer a decimal literal stands for ("1.5e3" is
+ * 1500; "1e-999" is no integer).
  */
 #include "ir/ir.h"
 
@@ -77,4 +80,57 @@ bool tj_parse_double(const char *s, size_t len, double *out) {
   *out = strtod(text, &end);
   leave_c_locale(previous);
   return end == text + len;
+}
+
+/* ---- integers ---------------------------------------------------------------- */
+
+static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+/* digits (at most 19 of them) times 10^zeros, negated when neg; false past int64. */
+static bool to_int64(const char *digits, size_t n, long zeros, bool neg, int64_t *out) {
+  uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, v = 0;
+  for (long i = 0; i < (long)n + zeros; i++) {
+    uint64_t d = i < (long)n ? (uint64_t)(digits[i] - '0') : 0;
+    if (v > (limit - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+  return true;
+}
+
+/* The exponent after 'e', saturated far beyond any literal's digits. */
+static long read_exponent(const char *s, size_t len) {
+  size_t i = 0;
+  bool neg = i < len && s[i] == '-';
+  if (i < len && (s[i] == '-' || s[i] == '+')) i++;
+  long e = 0;
+  for (; i < len && is_digit(s[i]); i++)
+    if (e < 1000000) e = e * 10 + (s[i] - '0');
+  return neg ? -e : e;
+}
+
+IrDecimal ir_decimal_integer(const char *s, size_t len, bool neg, int64_t *out) {
+  char digits[LITERAL_MAX];
+  size_t n = 0, i = 0;
+  long point = 0; /* where the decimal point is, counted in digits */
+  for (; i < len && is_digit(s[i]); i++) {
+    if (n == 0 && s[i] == '0') continue; /* leading zeros */
+    if (n < sizeof digits) digits[n++] = s[i];
+    point++;
+  }
+  if (i < len && s[i] == '.')
+    for (i++; i < len && is_digit(s[i]); i++) {
+      if (n == 0 && s[i] == '0') {
+        point--;
+        continue;
+      }
+      if (n < sizeof digits) digits[n++] = s[i];
+    }
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) point += read_exponent(s + i + 1, len - i - 1);
+  while (n > 0 && digits[n - 1] == '0') n--; /* trailing zeros change nothing */
+  *out = 0;
+  if (n == 0) return DECIMAL_INTEGER; /* zero, whatever the exponent */
+  if (point < (long)n) return DECIMAL_FRACTION;
+  if (point > 19) return DECIMAL_TOO_BIG; /* 10^19 > 2^63 */
+  return to_int64(digits, n, point - (long)n, neg, out) ? DECIMAL_INTEGER : DECIMAL_TOO_BIG;
 }

@@ -265,14 +265,14 @@ static tj_status check_structure(tj_program *p, const IrAppend *a) {
   }
 }
 
-/* An integer constant must be integral and fit its type. */
-static tj_status check_const_value(tj_program *p, tj_type t, double v) {
-  if (t.elem == TJ_F32) return TJ_OK;
-  double lo = t.elem == TJ_I32 ? -2147483648.0 : -9223372036854775808.0;
-  double hi = t.elem == TJ_I32 ? 2147483647.0 : 9223372036854774784.0;
-  if (!(v >= lo && v <= hi) || v != (double)(int64_t)v)
-    return ir_fail(p, TJ_ERR_TYPE, "const: %g is not a value of %s", v, ir_elem_name((tj_elem)t.elem));
-  return TJ_OK;
+/* A constant's value must be one of its type (types.c); *stored is what the
+ * program keeps (rounded to f32, or the integer). */
+static tj_status check_const_value(tj_program *p, tj_type t, double v, double *stored) {
+  const char *why;
+  if (ir_const_immediate((tj_elem)t.elem, v, stored, &why)) return TJ_OK;
+  char shown[64];
+  tj_format_double(shown, sizeof shown, v);
+  return ir_fail(p, TJ_ERR_TYPE, "const: %s %s", shown, why);
 }
 
 /* Parameters are declared at top level, each once, in order, each with a
@@ -343,10 +343,12 @@ tj_status ir_append(tj_program *p, const IrAppend *a, int32_t *result) {
   if (!ir_infer(p, a->op, a->args, a->nargs, a->declared, &type, why, sizeof why))
     return ir_fail(p, TJ_ERR_TYPE, "%s: %s", ir_ops[a->op].name, why);
   if (a->op == TJ_OP_PARAM && (st = check_param(p, a->iimm)) != TJ_OK) return st;
-  if (a->op == TJ_OP_CONST && (st = check_const_value(p, type, a->fimm)) != TJ_OK) return st;
+  IrAppend kept = *a;
+  if (a->op == TJ_OP_CONST && (st = check_const_value(p, type, a->fimm, &kept.fimm)) != TJ_OK)
+    return st;
   if (a->op == TJ_OP_CONSTEXPR && (a->iimm < 0 || a->iimm >= p->nconsts))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "constexpr: no constant %lld", (long long)a->iimm);
   if ((st = grow_all(p)) != TJ_OK) return st;
-  record(p, a, type, result);
+  record(p, &kept, type, result);
   return TJ_OK;
 }
