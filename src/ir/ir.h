@@ -90,6 +90,9 @@ typedef enum IrDecimal { DECIMAL_INTEGER, DECIMAL_FRACTION, DECIMAL_TOO_BIG } Ir
  * unsigned, at most 128 bytes) stands for, negated when neg: "1.5e3" is
  * 1500; "0.5" and "1e-999" are fractions; past int64 is too big. */
 IrDecimal ir_decimal_integer(const char *s, size_t len, bool neg, int64_t *out);
+/* A decimal integer for the tools' arguments: [-]digits and nothing else
+ * (no blanks, no '+', no octal or hex: "010" is ten), within [lo, hi]. */
+bool tj_parse_decimal(const char *text, int64_t lo, int64_t hi, int64_t *out);
 
 /* ------------------------------------------------------------- ops.c */
 

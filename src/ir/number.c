@@ -12,7 +12,8 @@
  * The library never calls setlocale.
  *
  * Also here: the exact integer a decimal literal stands for ("1.5e3" is
- * 1500; "1e-999" is no integer).
+ * 1500; "1e-999" is no integer), and the strict decimal integers of the
+ * tools' command lines.
  */
 #include "ir/ir.h"
 
@@ -133,4 +134,18 @@ IrDecimal ir_decimal_integer(const char *s, size_t len, bool neg, int64_t *out) 
   if (point < (long)n) return DECIMAL_FRACTION;
   if (point > 19) return DECIMAL_TOO_BIG; /* 10^19 > 2^63 */
   return to_int64(digits, n, point - (long)n, neg, out) ? DECIMAL_INTEGER : DECIMAL_TOO_BIG;
+}
+
+bool tj_parse_decimal(const char *text, int64_t lo, int64_t hi, int64_t *out) {
+  if (!text) return false;
+  bool neg = text[0] == '-';
+  const char *digits = text + neg;
+  size_t n = strlen(digits);
+  for (size_t i = 0; i < n; i++)
+    if (!is_digit(digits[i])) return false;
+  while (n > 1 && digits[0] == '0') digits++, n--; /* 010 is ten */
+  int64_t v;
+  if (n == 0 || n > 19 || !to_int64(digits, n, 0, neg, &v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
 }
