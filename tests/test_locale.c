@@ -4,7 +4,9 @@
  * a comma; printf("%g") then writes "0,5" and strtod refuses "0.5". Under
  * de_DE.UTF-8 every stage must give what it gives in the "C" locale, byte
  * for byte: parse, print, the specialization key and its hash, the PTX, the
- * CUDA C, NVRTC's PTX (where libnvrtc loads) and the interpreter's results.
+ * CUDA C, NVRTC's PTX (where libnvrtc loads) and the interpreter's results;
+ * and every file of the fuzz corpus (tests/corpus) parses to the same
+ * outcome, message and printed text.
  *
  * The locale must be installed (Debian: localedef -i de_DE -f UTF-8
  * de_DE.UTF-8; CI does it). Without it the suite says so and is skipped
@@ -13,6 +15,7 @@
 #include "ir/ir.h"
 
 #include "support.h"
+#include "support_corpus.h"
 
 #include <check.h>
 #include <locale.h>
@@ -181,6 +184,39 @@ START_TEST(number_helpers_ignore_the_locale) {
 }
 END_TEST
 
+/* The outcome of parsing one corpus case: status, message, printed text. */
+static char *corpus_outcome(const TjCorpusCase *c) {
+  tj_program *p = NULL;
+  tj_status st = tj_program_parse(c->text, c->len, &p);
+  char *text = NULL;
+  if (st == TJ_OK) ck_assert_int_eq(tj_program_print(p, &text), TJ_OK);
+  size_t size = 256 + strlen(tj_program_error(p)) + (text ? strlen(text) : 0);
+  char *outcome = malloc(size);
+  ck_assert_ptr_nonnull(outcome);
+  snprintf(outcome, size, "%s | %s | %s", tj_status_string(st), tj_program_error(p),
+           text ? text : "");
+  tj_free(text);
+  tj_program_destroy(p);
+  return outcome;
+}
+
+START_TEST(corpus_is_the_same_in_a_comma_locale) {
+  TjCorpusCase *cases;
+  int n = corpus_load(&cases);
+  ck_assert_int_gt(n, 0);
+  for (int i = 0; i < n; i++) {
+    use_locale("C");
+    char *c = corpus_outcome(&cases[i]);
+    use_locale(COMMA_LOCALE);
+    char *de = corpus_outcome(&cases[i]);
+    ck_assert_msg(strcmp(c, de) == 0, "%s:\nC: %s\n" COMMA_LOCALE ": %s", cases[i].name, c, de);
+    free(c);
+    free(de);
+  }
+  corpus_free(cases, n);
+}
+END_TEST
+
 static Suite *locale_suite(void) {
   Suite *s = suite_create("locale");
   TCase *c = tcase_create("comma");
@@ -189,6 +225,7 @@ static Suite *locale_suite(void) {
   tcase_add_test(c, interpreter_multiplies_by_one_half);
   tcase_add_test(c, builder_and_parser_ignore_the_locale);
   tcase_add_test(c, number_helpers_ignore_the_locale);
+  tcase_add_test(c, corpus_is_the_same_in_a_comma_locale);
   suite_add_tcase(s, c);
   return s;
 }

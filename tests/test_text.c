@@ -12,10 +12,15 @@
  *   bytes, each in a buffer of exactly its length (so ASan catches any read
  *   past it). Every rejection must carry "LINE:COL: "; every acceptance must
  *   round-trip.
+ * - The fixed corpus of hostile inputs (tests/corpus, support_corpus.h),
+ *   replayed every run: each file gives the outcome its first line states,
+ *   and no two accepted files that print differently share a key. It also
+ *   seeds the fuzz test.
  */
 #include "ir/ir.h"
 
 #include "support.h"
+#include "support_corpus.h"
 
 #include <check.h>
 #include <math.h>
@@ -1073,6 +1078,12 @@ static const char *const dictionary[] = {
     "load",
     "param",
     "constexpr BLOCK",
+    "nan:0x7fc00001",
+    "-nan",
+    "-0",
+    "1e-999",
+    "1e300",
+    "1.5e3",
 };
 
 /* Swaps two blank-separated tokens. */
@@ -1180,14 +1191,20 @@ static bool check_input(const Bytes *b) {
 
 START_TEST(fuzz_never_crashes_and_always_says_where) {
   Splitmix r = {0x7e57c0de5eedull};
-  const char *corpus[TJ_COUNTOF(hand_programs) + 2] = {tj_template_softmax,
-                                                       tj_template_softmax_online};
-  for (size_t i = 0; i < TJ_COUNTOF(hand_programs); i++)
-    corpus[i + 2] = hand_programs[i];
+  TjCorpusCase *cases;
+  int ncases = corpus_load(&cases);
+  ck_assert_int_gt(ncases, 0);
+  size_t nseeds = TJ_COUNTOF(hand_programs) + 2 + (size_t)ncases;
+  const char **seeds = malloc(nseeds * sizeof *seeds);
+  ck_assert_ptr_nonnull(seeds);
+  seeds[0] = tj_template_softmax;
+  seeds[1] = tj_template_softmax_online;
+  for (size_t i = 0; i < TJ_COUNTOF(hand_programs); i++) seeds[i + 2] = hand_programs[i];
+  for (int i = 0; i < ncases; i++) seeds[TJ_COUNTOF(hand_programs) + 2 + (size_t)i] = cases[i].text;
   Bytes b = {NULL, 0, 0};
   int accepted = 0, rejected = 0;
   for (int round = 0; round < 8000; round++) {
-    const char *src = corpus[round % TJ_COUNTOF(corpus)];
+    const char *src = seeds[(size_t)round % nseeds];
     bytes_set(&b, src, strlen(src));
     for (size_t k = 0, n = 1 + mix_below(&r, 4); k < n; k++)
       mutate(&r, &b);
@@ -1198,8 +1215,51 @@ START_TEST(fuzz_never_crashes_and_always_says_where) {
     check_input(&b) ? accepted++ : rejected++;
   }
   free(b.data);
+  free(seeds);
+  corpus_free(cases, ncases);
   ck_assert_int_ge(accepted, 100); /* the mutations are not all fatal */
   ck_assert_int_ge(rejected, 5000);
+}
+END_TEST
+
+/* ---- the fixed corpus ------------------------------------------------------ */
+
+/* Each file gives the outcome it states; accepted ones round-trip, and two
+ * that print differently never share a key. */
+START_TEST(corpus_cases_give_their_outcome) {
+  TjCorpusCase *cases;
+  int n = corpus_load(&cases);
+  ck_assert_int_ge(n, 19);
+  char **printed = calloc((size_t)n, sizeof *printed), **keys = calloc((size_t)n, sizeof *keys);
+  ck_assert(printed && keys);
+  for (int i = 0; i < n; i++) {
+    const TjCorpusCase *c = &cases[i];
+    tj_program *p = NULL;
+    tj_status st = parse_exact(c->text, c->len, &p);
+    const char *msg = p ? tj_program_error(p) : "(no program)";
+    ck_assert_msg(strcmp(tj_status_string(st), c->status) == 0, "%s: %s (%s), want %s", c->name,
+                  tj_status_string(st), msg, c->status);
+    ck_assert_msg(strstr(msg, c->fragment), "%s: '%s' lacks '%s'", c->name, msg, c->fragment);
+    if (st == TJ_OK) {
+      printed[i] = round_trip(c->text);
+      tj_spec *s = specialize_all(p, TJ_DTYPE_F32);
+      keys[i] = tj_strdup(tj_spec_key(s));
+      tj_spec_destroy(s);
+    }
+    tj_program_destroy(p);
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (keys[i] && keys[j] && strcmp(printed[i], printed[j]) != 0)
+        ck_assert_msg(strcmp(keys[i], keys[j]) != 0, "%s and %s share the key %s", cases[i].name,
+                      cases[j].name, keys[i]);
+  for (int i = 0; i < n; i++) {
+    tj_free(printed[i]);
+    tj_free(keys[i]);
+  }
+  free(printed);
+  free(keys);
+  corpus_free(cases, n);
 }
 END_TEST
 
@@ -1270,6 +1330,7 @@ static Suite *text_suite(void) {
   tcase_set_timeout(fuzz, 60);
   tcase_add_test(fuzz, fuzz_never_crashes_and_always_says_where);
   tcase_add_test(fuzz, garbage_extremes);
+  tcase_add_test(fuzz, corpus_cases_give_their_outcome);
   suite_add_tcase(s, fuzz);
   return s;
 }
