@@ -9,7 +9,7 @@
  *     size, and exits 1 at once, before interpreting anything. The child
  *     runs under an address-space limit (RLIMIT_AS), or, in an ASan build
  *     (which reserves terabytes of address space), under ASan's own cap on
- *     one allocation.
+ *     any one allocation.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -62,22 +62,27 @@ static int temp_file(void) {
   return fd;
 }
 
-/* In the child: at most limit_mb MiB for any allocation's sake. */
-static void limit_memory(long limit_mb) {
+/* How much memory a child may have: in all (its address space) or, in an
+ * ASan build, in any one allocation. {0, 0}: no limit. */
+typedef struct Limit {
+  long total_mb, one_mb;
+} Limit;
+
+static void limit_memory(Limit limit) {
 #ifdef TJ_ASAN
   char options[128];
   snprintf(options, sizeof options, "allocator_may_return_null=1:max_allocation_size_mb=%ld",
-           limit_mb);
+           limit.one_mb);
   setenv("ASAN_OPTIONS", options, 1);
 #else
-  struct rlimit r = {(rlim_t)limit_mb << 20, (rlim_t)limit_mb << 20};
+  struct rlimit r = {(rlim_t)limit.total_mb << 20, (rlim_t)limit.total_mb << 20};
   if (setrlimit(RLIMIT_AS, &r) != 0) _exit(126);
 #endif
 }
 
-/* Runs TJ_BINARY_DIR/tools/argv[0] with the rest of argv (NULL-ended);
- * limit_mb > 0 limits its memory. */
-static void run_tool(Run *r, const char *const *argv, long limit_mb) {
+/* Runs TJ_BINARY_DIR/tools/argv[0] with the rest of argv (NULL-ended),
+ * within limit. */
+static void run_limited(Run *r, const char *const *argv, Limit limit) {
   char path[4096], *args[32];
   snprintf(path, sizeof path, "%s/tools/%s", TJ_BINARY_DIR, argv[0]);
   ck_assert_msg(access(path, X_OK) == 0, "%s is not built", path);
@@ -92,7 +97,7 @@ static void run_tool(Run *r, const char *const *argv, long limit_mb) {
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
     if (dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(125);
-    if (limit_mb > 0) limit_memory(limit_mb);
+    if (limit.total_mb > 0) limit_memory(limit);
     execv(path, args);
     _exit(127);
   }
@@ -103,6 +108,8 @@ static void run_tool(Run *r, const char *const *argv, long limit_mb) {
   slurp(out, r->out);
   slurp(err, r->err);
 }
+
+static void run_tool(Run *r, const char *const *argv) { run_limited(r, argv, (Limit){0, 0}); }
 
 static void assert_contains(const char *text, const char *want) {
   ck_assert_msg(strstr(text, want) != NULL, "'%s' is missing from:\n%s", want, text);
@@ -128,7 +135,7 @@ START_TEST(dump_ptx_refuses_numbers_out_of_range) {
   static Run r;
   const char *const too_many_warps[] = {
       "dump-ptx", "--ir", path, "-n", "8", "-D", "X=1", "-D", "NUM_WARPS=4294967297", NULL};
-  run_tool(&r, too_many_warps, 0);
+  run_tool(&r, too_many_warps);
   ck_assert_int_eq(r.status, 2);
   assert_contains(r.err, "dump-ptx: bad value for -D: 'NUM_WARPS=4294967297': NUM_WARPS takes a "
                          "decimal integer from 1 to 32, not '4294967297'");
@@ -141,14 +148,14 @@ START_TEST(dump_ptx_refuses_numbers_out_of_range) {
                                 {"-n", "-1"}};
   for (size_t i = 0; i < TJ_COUNTOF(bad); i++) {
     const char *const argv[] = {"dump-ptx", "--ir", path, "-n", "8", bad[i][0], bad[i][1], NULL};
-    run_tool(&r, argv, 0);
+    run_tool(&r, argv);
     ck_assert_msg(r.status == 2, "%s %s: exit %d\n%s", bad[i][0], bad[i][1], r.status, r.err);
     assert_contains(r.err, "takes a decimal integer from");
   }
   /* In range, NUM_WARPS is what was asked for: 32 * 2 threads. */
   const char *const two_warps[] = {"dump-ptx", "--ir", path, "-n",          "8",
                                    "-D",       "X=1",  "-D", "NUM_WARPS=2", NULL};
-  run_tool(&r, two_warps, 0);
+  run_tool(&r, two_warps);
   ck_assert_msg(r.status == 0, "%s", r.err);
   assert_contains(r.out, ".reqntid 64, 1, 1");
   remove(path);
@@ -158,26 +165,26 @@ END_TEST
 START_TEST(numbers_are_decimal) {
   static Run r;
   const char *const ten[] = {"dump-ptx", "softmax", "-n", "010", "--emit", "ir", NULL};
-  run_tool(&r, ten, 0);
+  run_tool(&r, ten);
   ck_assert_msg(r.status == 0, "%s", r.err);
   assert_contains(r.out, "const BLOCK = 16\n"); /* n = 10, not octal 8 */
   const char *const not_decimal[] = {"0x10", " 8", "+8", "8 ", "1e3", ""};
   for (size_t i = 0; i < TJ_COUNTOF(not_decimal); i++) {
     const char *const argv[] = {"dump-ptx", "softmax", "-n", not_decimal[i], NULL};
-    run_tool(&r, argv, 0);
+    run_tool(&r, argv);
     ck_assert_msg(r.status == 2, "-n '%s': exit %d", not_decimal[i], r.status);
     const char *const softmax[] = {"tj-softmax", "--interp", "-m", "1", "-n", not_decimal[i], NULL};
-    run_tool(&r, softmax, 0);
+    run_tool(&r, softmax);
     ck_assert_msg(r.status == 2, "tj-softmax -n '%s': exit %d", not_decimal[i], r.status);
     assert_contains(r.err, "tj-softmax: bad option or value: -n");
   }
   const char *const softmax_ten[] = {"tj-softmax", "--interp", "-m", "2", "-n",
                                      "010",        "--seed",   "7",  NULL};
-  run_tool(&r, softmax_ten, 0);
+  run_tool(&r, softmax_ten);
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
   assert_contains(r.out, "M=2 N=10 seed=7");
   const char *const bench[] = {"tj-bench", "--codegen", "--iters", "0x10", NULL};
-  run_tool(&r, bench, 0);
+  run_tool(&r, bench);
   ck_assert_int_eq(r.status, 2);
   assert_contains(r.err, "tj-bench: bad option or value: --iters 0x10");
 }
@@ -191,11 +198,11 @@ END_TEST
 START_TEST(tj_softmax_says_what_it_cannot_allocate) {
   static Run r;
   const char *const argv[] = {"tj-softmax", "--interp", "-m", "1", "-n", "268435456", NULL};
-  run_tool(&r, argv, 3072);
+  run_limited(&r, argv, (Limit){3072, 1536});
   ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
   assert_contains(r.err, "tj-softmax: cannot allocate 2147483648 bytes for the reference row");
   ck_assert_msg(r.seconds < 10.0, "it took %.1f s to say so", r.seconds);
-  run_tool(&r, argv, 512);
+  run_limited(&r, argv, (Limit){512, 512});
   ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
   assert_contains(r.err, "tj-softmax: cannot allocate 1073741824 bytes for x");
   ck_assert_str_eq(r.out, "");
