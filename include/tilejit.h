@@ -198,7 +198,8 @@ tj_status tj_program_const(const tj_program *p, const char *name, int *index);
 
 /* Builder. Each call appends one instruction and returns its result. On error
  * nothing is appended, the status says why and tj_program_error says what. */
-/* A parameter's name is an identifier no other parameter of p has. */
+/* A parameter's name is an identifier no other parameter of p has; a
+ * program has at most 256 parameters. */
 tj_status tj_build_param(tj_program *p, const char *name, tj_type type, tj_value *out);
 /* value must be one of type's elem, as in the text form: an integer of the
  * range for i32 and i64; for f32 any value that rounds to a finite float (it

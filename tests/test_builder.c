@@ -345,6 +345,26 @@ START_TEST(verifier_names_instruction) {
 }
 END_TEST
 
+/* A kernel's parameters are limited (4 KB before CUDA 12.1), and checking
+ * their names costs time in their count: at most IR_MAX_PARAMS. */
+START_TEST(at_most_256_parameters) {
+  tj_program *p;
+  tj_value v;
+  char name[16];
+  ck_assert_int_eq(tj_program_create("many", &p), TJ_OK);
+  for (int i = 0; i < IR_MAX_PARAMS; i++) {
+    snprintf(name, sizeof name, "p%d", i);
+    ck_assert_int_eq(tj_build_param(p, name, tj_scalar_type(TJ_I32), &v), TJ_OK);
+  }
+  ck_assert_int_eq(tj_build_param(p, "one_more", tj_scalar_type(TJ_I32), &v),
+                   TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_str_eq(tj_program_error(p), "param: more than 256 parameters");
+  ck_assert_int_eq(p->nparams, IR_MAX_PARAMS);
+  ck_assert_int_eq(tj_program_verify(p), TJ_OK);
+  tj_program_destroy(p);
+}
+END_TEST
+
 static tj_spec_options options(int64_t n) {
   tj_spec_options o;
   memset(&o, 0, sizeof o);
@@ -483,6 +503,7 @@ static Suite *suite(void) {
   tcase_add_test(t, loop_structure_rules);
   tcase_add_test(t, param_rules);
   tcase_add_test(t, duplicate_parameter_names);
+  tcase_add_test(t, at_most_256_parameters);
   tcase_add_test(t, verifier_names_instruction);
   tcase_add_test(t, specialize_defaults_and_substitution);
   tcase_add_test(t, specialize_argument_errors);

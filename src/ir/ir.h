@@ -145,6 +145,10 @@ int ir_dtype_size(tj_dtype d);
 #define IR_NONE (-1)
 #define IR_MAX_ARGS 4
 #define IR_MAX_VALUES (1 << 20)
+/* Parameters a program may have: with the hidden instance count, 8 bytes
+ * each, they stay well inside the 4 KB a kernel's parameters had before
+ * CUDA 12.1. */
+#define IR_MAX_PARAMS 256
 
 typedef struct IrInst {
   uint8_t op;               /* tj_op */
@@ -152,7 +156,8 @@ typedef struct IrInst {
   int32_t args[IR_MAX_ARGS]; /* value indices, IR_NONE past the last */
   int nargs;
   double fimm;  /* CONST: the value */
-  int64_t iimm; /* PARAM: parameter index; CONSTEXPR: constant index; FOR: matching ENDFOR */
+  int64_t iimm; /* PARAM: parameter index; CONSTEXPR: constant index; FOR: matching ENDFOR
+                   (0 while the loop is open) */
 } IrInst;
 
 typedef struct IrConst {
@@ -174,6 +179,7 @@ struct tj_program {
   int nconsts, cap_consts;
   char **params; /* per parameter: its name */
   int nparams, cap_params;
+  int nparam_insts; /* PARAM instructions so far */
   /* Builder state: the stack of open FOR instructions. */
   int32_t *open_loops;
   int nopen, cap_open;

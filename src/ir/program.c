@@ -182,12 +182,11 @@ static int innermost_loop(const tj_program *p) {
   return p->nopen ? p->open_loops[p->nopen - 1] : IR_NONE;
 }
 
+/* A value is in scope while the loop it lives in is open: a FOR's iimm is
+ * 0 until its ENDFOR (record), so this costs the same at any depth. */
 static bool in_scope(const tj_program *p, int value) {
   int scope = p->scopes[value];
-  if (scope == IR_NONE) return true;
-  for (int i = 0; i < p->nopen; i++)
-    if (p->open_loops[i] == scope) return true;
-  return false;
+  return scope == IR_NONE || p->insts[scope].iimm == 0;
 }
 
 static tj_status check_operands(tj_program *p, const IrAppend *a) {
@@ -276,14 +275,16 @@ static tj_status check_const_value(tj_program *p, tj_type t, double v, double *s
 }
 
 /* Parameters are declared at top level, each once, in order, each with a
- * name of its own (the kernel's parameters are named after them). */
+ * name of its own (the kernel's parameters are named after them), at most
+ * IR_MAX_PARAMS of them. */
 static tj_status check_param(tj_program *p, int64_t index) {
-  int seen = 0;
-  for (int i = 0; i < p->ninsts; i++) seen += p->insts[i].op == TJ_OP_PARAM;
+  int seen = p->nparam_insts;
   if (index < 0 || index >= p->nparams || index != seen)
     return ir_fail(p, TJ_ERR_VERIFY, "param: parameter %lld is out of order (expected %d)",
                    (long long)index, seen);
   if (p->nopen) return ir_fail(p, TJ_ERR_VERIFY, "param inside a loop");
+  if (index >= IR_MAX_PARAMS)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "param: more than %d parameters", IR_MAX_PARAMS);
   for (int64_t i = 0; i < index; i++)
     if (strcmp(p->params[i], p->params[index]) == 0)
       return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "param: parameter %s is already declared",
@@ -318,8 +319,9 @@ static void record(tj_program *p, const IrAppend *a, tj_type type, int32_t *resu
   in->nargs = a->nargs;
   for (int i = 0; i < IR_MAX_ARGS; i++) in->args[i] = i < a->nargs ? a->args[i] : IR_NONE;
   in->fimm = a->fimm;
-  in->iimm = a->iimm;
+  in->iimm = a->op == TJ_OP_FOR ? 0 : a->iimm; /* set at its ENDFOR */
   in->result = IR_NONE;
+  p->nparam_insts += a->op == TJ_OP_PARAM;
   if (ir_op_has_result(a->op)) {
     int v = p->nvalues++;
     if (a->op == TJ_OP_FOR) p->open_loops[p->nopen++] = at;
