@@ -10,8 +10,9 @@
  * Conventions:
  *   - Every object is an opaque handle created through an out-parameter and
  *     released by its destroy function; destroy accepts NULL.
- *   - Every fallible call returns a tj_status. The handle it was given keeps
- *     a message naming what was wrong (tj_*_error); the library never prints,
+ *   - Every fallible call returns a tj_status. When it fails, the handle it
+ *     was given keeps a message naming what was wrong (tj_*_error); a call
+ *     that succeeds leaves the message as it was. The library never prints,
  *     exits or aborts on a caller's error.
  *   - Strings returned through char ** are allocated by tilejit and released
  *     with tj_free.
@@ -23,6 +24,19 @@
  *               own copy of the program, so the program may be destroyed first.
  *   tj_context  created by tj_context_create; owns the kernels it compiles
  *   tj_kernel   (tj_compile, tj_load_ptx). See the runtime section.
+ *
+ * Threads:
+ *   - A tj_spec never changes after tj_specialize made it, except for its
+ *     message, which only a failing call writes. So any number of threads
+ *     may use one spec at once (tj_emit_ptx, tj_emit_cuda, tj_nvrtc_ptx,
+ *     tj_interpret, tj_compile, tj_spec_*) as long as their calls succeed;
+ *     calls that fail at the same time on one spec race on its message
+ *     (give each thread its own spec where failures are expected).
+ *   - The same holds for a tj_program under the calls that only read it:
+ *     tj_program_verify, tj_program_print, tj_program_const and
+ *     tj_specialize. The builder calls change it: one thread at a time, and
+ *     no readers meanwhile.
+ *   - tj_context: see the runtime section.
  */
 #ifndef TILEJIT_H
 #define TILEJIT_H
@@ -184,7 +198,8 @@ typedef uint32_t tj_value;
 tj_status tj_program_create(const char *name, tj_program **out);
 void tj_program_destroy(tj_program *p);
 
-/* The last error message on p ("" if none). Valid until the next call on p. */
+/* The message of the last failed call on p ("" if none failed); successful
+ * calls leave it as it was. Valid until the next failing call on p. */
 const char *tj_program_error(const tj_program *p);
 
 /* Declares a compile-time constant (bound at specialization); returns its index. */
@@ -194,7 +209,12 @@ tj_status tj_program_const(const tj_program *p, const char *name, int *index);
 
 /* Builder. Each call appends one instruction and returns its result. On error
  * nothing is appended, the status says why and tj_program_error says what. */
+/* A parameter's name is an identifier no other parameter of p has; a
+ * program has at most 256 parameters. */
 tj_status tj_build_param(tj_program *p, const char *name, tj_type type, tj_value *out);
+/* value must be one of type's elem, as in the text form: an integer of the
+ * range for i32 and i64; for f32 any value that rounds to a finite float (it
+ * is rounded to nearest), or inf, -inf or a NaN. Otherwise TJ_ERR_TYPE. */
 tj_status tj_build_const(tj_program *p, tj_type type, double value, tj_value *out);
 tj_status tj_build_constexpr(tj_program *p, int const_index, tj_value *out);
 tj_status tj_build_arange(tj_program *p, int len_const, tj_value *out);
@@ -246,6 +266,7 @@ int tj_default_num_warps(int64_t block, tj_dtype dtype);
  * left on p. */
 tj_status tj_specialize(tj_program *p, const tj_spec_options *options, tj_spec **out);
 void tj_spec_destroy(tj_spec *s);
+/* The message of the last failed call on s ("" if none failed). */
 const char *tj_spec_error(const tj_spec *s);
 /* A stable, printable key holding every bound value, and its 64-bit hash. */
 const char *tj_spec_key(const tj_spec *s);
@@ -505,8 +526,9 @@ tj_status tj_copy_to_host(tj_context *ctx, void *dst, uint64_t src, size_t bytes
 
 /* Compiles s for ctx's arch with backend (cached: the same spec, backend and
  * context give the same kernel; concurrent callers compile once). s is only
- * read, except for its error message; NVRTC failures leave their log there
- * and in the context's message. TJ_ERR_NO_NVRTC without libnvrtc. */
+ * read, except for its error message, which a failed compile writes; NVRTC
+ * failures leave their log there and in the context's message.
+ * TJ_ERR_NO_NVRTC without libnvrtc. */
 tj_status tj_compile(tj_context *ctx, tj_spec *s, tj_backend backend, tj_kernel **kernel);
 /* Loads hand-written PTX. It follows the kernel ABI of generated code (the
  * last parameter is the .u64 instance count; .reqntid gives the threads; one

@@ -262,6 +262,16 @@ def _dtype_code(dtype):
     return code
 
 
+def _c_int(value, what):
+    """value for a C int field: ctypes would silently keep only its low 32
+    bits (num_warps=2**32 + 1 would become 1)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"tilejit: {what} must be an int, not {type(value).__name__}")
+    if not -2**31 <= value < 2**31:
+        raise ValueError(f"tilejit: {what} must fit a C int, not {value}")
+    return value
+
+
 def _choice(table, value, what):
     code = table.get(value)
     if code is None:
@@ -276,7 +286,7 @@ _contexts_lock = threading.Lock()
 
 
 def _create_context(device):
-    options = _ContextOptions(device=device)
+    options = _ContextOptions(device=_c_int(device, "device"))
     handle = _VP()
     status = _lib.tj_context_create(ctypes.byref(options), ctypes.byref(handle))
     if status:
@@ -386,9 +396,7 @@ _OPTIONS = {(0, "ptx", "auto"): None}
 
 
 def _options(num_warps, backend, template):
-    if not isinstance(num_warps, int):
-        raise TypeError(f"tilejit: num_warps must be an int, not {type(num_warps).__name__}")
-    struct = _SoftmaxOptions(num_warps, _choice(_BACKENDS, backend, "backend"),
+    struct = _SoftmaxOptions(_c_int(num_warps, "num_warps"), _choice(_BACKENDS, backend, "backend"),
                              _choice(_TEMPLATES, template, "template"))
     pointer = ctypes.pointer(struct)
     _OPTIONS[(num_warps, backend, template)] = pointer
@@ -685,7 +693,7 @@ def dump_ptx(n, dtype="f32", num_warps=0, arch=90, *, align=16, backend="ptx", e
         raise ValueError(f"tilejit.dump_ptx: backend must be 'ptx' or 'nvrtc' and emit 'ptx' "
                          f"or 'cuda', not {backend!r}, {emit!r}")
     plan = _SoftmaxPlan()
-    wanted = _SoftmaxOptions(num_warps=num_warps)
+    wanted = _SoftmaxOptions(num_warps=_c_int(num_warps, "num_warps"))
     if backend == "nvrtc" or emit == "cuda":
         wanted.cluster = wanted.split = 1
     status = _lib.tj_softmax_plan_for(None, code, rows, n, ctypes.byref(wanted), ctypes.byref(plan))
@@ -708,14 +716,14 @@ def _emit_softmax(program, plan, dtype, n, align, arch, emit_fn):
     status = _lib.tj_softmax_spec_options(ctypes.byref(plan), dtype, n, ctypes.byref(options))
     if status:
         raise Error(status, f"tj_softmax_spec_options: no specialization for n = {n}")
-    options.align = align
+    options.align = _c_int(align, "align")
     spec = _VP()
     status = _lib.tj_specialize(program, ctypes.byref(options), ctypes.byref(spec))
     try:
         if status:
             raise Error(status, _text(_lib.tj_program_error(program)) or _status_name(status))
         text = _VP()
-        codegen = _CodegenOptions(arch=arch)
+        codegen = _CodegenOptions(arch=_c_int(arch, "arch"))
         status = emit_fn(spec, ctypes.byref(codegen), ctypes.byref(text), None)
         if status:
             raise Error(status, _text(_lib.tj_spec_error(spec)) or _status_name(status))

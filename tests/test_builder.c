@@ -295,6 +295,33 @@ START_TEST(param_rules) {
 }
 END_TEST
 
+/* Two parameters of one name would give the kernel two .param p_NAME, which
+ * ptxas refuses: the builder, the parser (test_text) and the verifier
+ * refuse them first. */
+START_TEST(duplicate_parameter_names) {
+  Fixture f = fixture();
+  tj_value v;
+  ck_assert_int_eq(tj_build_param(f.p, "n", tj_scalar_type(TJ_I64), &v), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_str_eq(tj_program_error(f.p), "param: parameter n is already declared");
+  ck_assert_int_eq(v, TJ_NO_VALUE);
+  ck_assert_int_eq(f.p->nparams, 3); /* nothing was kept */
+  ck_assert_int_eq(f.p->ninsts, 6);
+  ck_assert_int_eq(tj_build_param(f.p, "N", tj_scalar_type(TJ_I64), &v), TJ_OK); /* case counts */
+  ck_assert_int_eq(tj_program_verify(f.p), TJ_OK);
+  /* A program whose names were changed behind the builder's back. */
+  free(f.p->params[3]);
+  f.p->params[3] = tj_strdup("x");
+  ck_assert_int_eq(tj_program_verify(f.p), TJ_ERR_VERIFY);
+  ck_assert_str_eq(tj_program_error(f.p), "instruction 6 (%6 : i64 = param x): param: parameter x "
+                                          "is already declared");
+  tj_spec_options o = {.n = 16};
+  tj_spec *s = NULL;
+  ck_assert_int_eq(tj_specialize(f.p, &o, &s), TJ_ERR_VERIFY);
+  ck_assert_ptr_null(s);
+  tj_program_destroy(f.p);
+}
+END_TEST
+
 /* The verifier names the instruction and the rule when a program has been
  * damaged behind the builder's back (as a bad copy or a bug would). */
 START_TEST(verifier_names_instruction) {
@@ -315,6 +342,26 @@ START_TEST(verifier_names_instruction) {
   ck_assert_int_eq(tj_program_verify(f.p), TJ_ERR_VERIFY);
   ck_assert_msg(strstr(tj_program_error(f.p), "operand 2 is not a value"), "%s", tj_program_error(f.p));
   tj_program_destroy(f.p);
+}
+END_TEST
+
+/* A kernel's parameters are limited (4 KB before CUDA 12.1), and checking
+ * their names costs time in their count: at most IR_MAX_PARAMS. */
+START_TEST(at_most_256_parameters) {
+  tj_program *p;
+  tj_value v;
+  char name[16];
+  ck_assert_int_eq(tj_program_create("many", &p), TJ_OK);
+  for (int i = 0; i < IR_MAX_PARAMS; i++) {
+    snprintf(name, sizeof name, "p%d", i);
+    ck_assert_int_eq(tj_build_param(p, name, tj_scalar_type(TJ_I32), &v), TJ_OK);
+  }
+  ck_assert_int_eq(tj_build_param(p, "one_more", tj_scalar_type(TJ_I32), &v),
+                   TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_str_eq(tj_program_error(p), "param: more than 256 parameters");
+  ck_assert_int_eq(p->nparams, IR_MAX_PARAMS);
+  ck_assert_int_eq(tj_program_verify(p), TJ_OK);
+  tj_program_destroy(p);
 }
 END_TEST
 
@@ -455,6 +502,8 @@ static Suite *suite(void) {
   tcase_add_test(t, declared_types);
   tcase_add_test(t, loop_structure_rules);
   tcase_add_test(t, param_rules);
+  tcase_add_test(t, duplicate_parameter_names);
+  tcase_add_test(t, at_most_256_parameters);
   tcase_add_test(t, verifier_names_instruction);
   tcase_add_test(t, specialize_defaults_and_substitution);
   tcase_add_test(t, specialize_argument_errors);

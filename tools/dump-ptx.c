@@ -16,6 +16,11 @@
  * the PTX with ptxas -v (from $PATH, $CUDA_HOME/bin or the default toolkit)
  * and prints its register and spill report on stderr.
  *
+ * Numbers are decimal integers ("-n 010" is ten) within each option's
+ * range; -D BLOCK, NUM_WARPS and ALIGN take the ranges of --block, --warps
+ * and --align, other constants any int64 (the library checks the rest). A
+ * value out of range is a usage error that says the range.
+ *
  * Exit status: 0 success (a spill is reported as a warning), 1 failure
  * (including ptxas rejecting the PTX), 2 usage error.
  */
@@ -49,6 +54,7 @@ typedef struct Options {
   const char *output;
   tj_binding bindings[MAX_BINDINGS];
   int nbindings;
+  char why[160]; /* what was wrong with a bad value, if more than "bad value" */
 } Options;
 
 static void usage(void) {
@@ -70,20 +76,33 @@ static void usage(void) {
                   "  --version        print the version\n");
 }
 
-static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 0);
-  if (errno || end == text || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
+/* The numbers: options, and the built-in constants of -D. */
+static const struct {
+  const char *name;
+  int64_t lo, hi;
+} ranges[] = {
+    {"-n", 0, INT64_MAX / 2}, {"-m", 0, INT64_MAX / 2}, {"--block", 1, 1 << 30},
+    {"--warps", 1, 32},       {"--align", 1, 16},       {"--cluster", 1, 16},
+    {"--split", 1, 1024},     {"BLOCK", 1, 1 << 30},    {"NUM_WARPS", 1, 32},
+    {"ALIGN", 1, 16},         {"CLUSTER", 1, 16},       {"SPLIT", 1, 1024},
+};
+
+/* A decimal integer in name's range (any int64 for a name not listed). */
+static bool parse_int(Options *o, const char *name, const char *text, int64_t *out) {
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  for (size_t i = 0; i < TJ_COUNTOF(ranges); i++)
+    if (!strcmp(name, ranges[i].name)) lo = ranges[i].lo, hi = ranges[i].hi;
+  if (tj_parse_decimal(text, lo, hi, out)) return true;
+  snprintf(o->why, sizeof o->why, "%s takes a decimal integer from %lld to %lld, not '%.32s'", name,
+           (long long)lo, (long long)hi, text);
+  return false;
 }
 
-static bool parse_arch(const char *text, int *arch) {
+static bool parse_arch(Options *o, const char *text) {
   int64_t v;
   if (strncmp(text, "sm_", 3) == 0) text += 3;
-  if (!parse_int(text, 1, 1000, &v) || !cg_arch_find((int)v)) return false;
-  *arch = (int)v;
+  if (!tj_parse_decimal(text, 1, 1000, &v) || !cg_arch_find((int)v)) return false;
+  o->arch = (int)v;
   return true;
 }
 
@@ -110,8 +129,9 @@ static bool parse_template(const char *text, tj_softmax_template *t) {
 static bool parse_binding(Options *o, char *text) {
   char *eq = strchr(text, '=');
   int64_t v;
-  if (!eq || eq == text || !parse_int(eq + 1, INT32_MIN, INT64_MAX / 2, &v)) return false;
-  *eq = '\0';
+  if (!eq || eq == text) return false;
+  *eq = '\0'; /* text is the name now */
+  if (!parse_int(o, text, eq + 1, &v)) return *eq = '=', false;
   if (strcmp(text, "BLOCK") == 0)
     o->block = v;
   else if (strcmp(text, "NUM_WARPS") == 0)
@@ -141,14 +161,14 @@ static bool parse_backend(const char *text, int *backend) {
 /* One option with a value; false on a bad value. */
 static bool parse_valued(Options *o, const char *opt, char *val) {
   int64_t v;
-  if (!strcmp(opt, "-n")) return parse_int(val, 0, INT64_MAX / 2, &o->n);
-  if (!strcmp(opt, "-m")) return parse_int(val, 0, INT64_MAX / 2, &o->m);
-  if (!strcmp(opt, "--block")) return parse_int(val, 1, 1 << 30, &o->block);
-  if (!strcmp(opt, "--warps")) return parse_int(val, 1, 32, &v) && (o->warps = (int)v, true);
-  if (!strcmp(opt, "--align")) return parse_int(val, 1, 16, &v) && (o->align = (int)v, true);
-  if (!strcmp(opt, "--cluster")) return parse_int(val, 1, 16, &v) && (o->cluster = (int)v, true);
-  if (!strcmp(opt, "--split")) return parse_int(val, 1, 1024, &v) && (o->split = (int)v, true);
-  if (!strcmp(opt, "--arch")) return parse_arch(val, &o->arch);
+  if (!strcmp(opt, "-n")) return parse_int(o, opt, val, &o->n);
+  if (!strcmp(opt, "-m")) return parse_int(o, opt, val, &o->m);
+  if (!strcmp(opt, "--block")) return parse_int(o, opt, val, &o->block);
+  if (!strcmp(opt, "--warps")) return parse_int(o, opt, val, &v) && (o->warps = (int)v, true);
+  if (!strcmp(opt, "--align")) return parse_int(o, opt, val, &v) && (o->align = (int)v, true);
+  if (!strcmp(opt, "--cluster")) return parse_int(o, opt, val, &v) && (o->cluster = (int)v, true);
+  if (!strcmp(opt, "--split")) return parse_int(o, opt, val, &v) && (o->split = (int)v, true);
+  if (!strcmp(opt, "--arch")) return parse_arch(o, val);
   if (!strcmp(opt, "--dtype")) return parse_dtype(val, &o->dtype);
   if (!strcmp(opt, "--template")) return parse_template(val, &o->which);
   if (!strcmp(opt, "--backend")) return parse_backend(val, &o->backend);
@@ -193,6 +213,10 @@ static int parse_args(int argc, char **argv, Options *o) {
       o->validate = 1;
     else if (takes_value(a) && i + 1 < argc && parse_valued(o, a, argv[i + 1]))
       have_n |= !strcmp(a, "-n"), i++;
+    else if (takes_value(a) && i + 1 < argc)
+      return fprintf(stderr, "dump-ptx: bad value for %s: '%s'%s%s\n", a, argv[i + 1],
+                     o->why[0] ? ": " : "", o->why),
+             usage(), 2;
     else
       return fprintf(stderr, "dump-ptx: bad argument '%s'\n", a), usage(), 2;
   }
@@ -202,17 +226,27 @@ static int parse_args(int argc, char **argv, Options *o) {
   return 0;
 }
 
+/* The whole file, NUL bytes included; NULL after saying why. */
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  TjBuf b;
-  buf_init(&b);
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_printf(&b, "%.*s", (int)n, chunk);
+  if (!f) return fprintf(stderr, "dump-ptx: cannot read %s: %s\n", path, strerror(errno)), NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *text = malloc(cap), *grown;
+  while (text && (n += fread(text + n, 1, cap - n, f)) == cap) {
+    if (!(grown = realloc(text, 2 * cap))) free(text);
+    text = grown, cap *= 2;
+  }
+  bool failed = ferror(f) != 0;
   fclose(f);
-  *len = b.len;
-  return buf_take(&b);
+  if (!text) {
+    fprintf(stderr, "dump-ptx: cannot allocate %zu bytes to read %s\n", cap, path);
+  } else if (failed) {
+    fprintf(stderr, "dump-ptx: cannot read %s\n", path);
+    free(text);
+    text = NULL;
+  }
+  *len = n;
+  return text;
 }
 
 /* Softmax as tj_softmax would run it for M rows (-m, default 65536) on a
@@ -241,10 +275,7 @@ static tj_status load_program(const Options *o, tj_program **p, tj_spec_options 
   if (!o->ir_file) return load_softmax(o, p, so);
   size_t len = 0;
   char *text = read_file(o->ir_file, &len);
-  if (!text) {
-    fprintf(stderr, "dump-ptx: cannot read %s: %s\n", o->ir_file, strerror(errno));
-    return TJ_ERR_INVALID_ARGUMENT;
-  }
+  if (!text) return TJ_ERR_INVALID_ARGUMENT;
   tj_status st = tj_program_parse(text, len, p);
   free(text);
   so->n = o->n;

@@ -76,6 +76,13 @@
 #define LAUNCHES            10000
 #define CODEGEN_RUNS        200
 #define COLD_M              64
+
+/* malloc / calloc that say what they could not allocate. */
+static void *allocate(size_t count, size_t size, const char *what) {
+  void *p = calloc(count ? count : 1, size);
+  if (!p) fprintf(stderr, "tj-bench: cannot allocate %zu x %zu bytes for %s\n", count, size, what);
+  return p;
+}
 #define COPY_CHUNK          1024 /* uint4 per program instance of the copy kernel */
 #define TARGET_CODEGEN_US   100.0
 #define TARGET_COLD_MS      25.0
@@ -200,9 +207,10 @@ static double codegen_once(tj_program *p, const tj_spec_options *o, int arch, si
 static int codegen_stats(int64_t n, tj_dtype dtype, int arch, long runs, CodegenStats *out) {
   tj_program *p = NULL;
   tj_spec_options o;
-  double *times = malloc(sizeof *times * (size_t)runs);
+  double *times = allocate((size_t)runs, sizeof *times, "codegen times");
+  if (!times) return 1;
   tj_softmax_plan plan;
-  int rc = !times || tj_softmax_plan_for(NULL, dtype, 65536, n, NULL, &plan) != TJ_OK ||
+  int rc = tj_softmax_plan_for(NULL, dtype, 65536, n, NULL, &plan) != TJ_OK ||
            tj_softmax_program(plan.which, n, &p) != TJ_OK ||
            tj_softmax_spec_options(&plan, dtype, n, &o) != TJ_OK;
   if (rc) fprintf(stderr, "tj-bench: no softmax program for n = %lld\n", (long long)n);
@@ -286,9 +294,9 @@ static int no_driver(tj_status st) {
 
 static bool create_events(Bench *b) {
   int reps = b->opt->reps;
-  b->start = calloc((size_t)reps, sizeof *b->start);
-  b->stop = calloc((size_t)reps, sizeof *b->stop);
-  b->times = calloc((size_t)reps, sizeof *b->times);
+  b->start = allocate((size_t)reps, sizeof *b->start, "events");
+  b->stop = allocate((size_t)reps, sizeof *b->stop, "events");
+  b->times = allocate((size_t)reps, sizeof *b->times, "event times");
   if (!b->start || !b->stop || !b->times) return false;
   for (int i = 0; i < reps; i++)
     if (check_driver(b, "cuEventCreate", b->cu->cuEventCreate(&b->start[i], RT_EVENT_DEFAULT)) ||
@@ -388,10 +396,7 @@ static tj_status case_open(Bench *b, Case *c) {
     return TJ_ERR_INVALID_ARGUMENT;
   }
   c->bytes = (size_t)c->m * (size_t)c->n * elem;
-  if (!(c->host_x = malloc(c->bytes))) {
-    fprintf(stderr, "tj-bench: out of host memory\n");
-    return TJ_ERR_OUT_OF_MEMORY;
-  }
+  if (!(c->host_x = allocate(c->bytes, 1, "x on the host"))) return TJ_ERR_OUT_OF_MEMORY;
   fill_x(b, c);
   tj_status st = tj_device_alloc(b->ctx, c->bytes, &c->x);
   if (st == TJ_OK) st = tj_device_alloc(b->ctx, c->bytes, &c->y);
@@ -516,8 +521,9 @@ typedef struct Copy {
 /* Whether y holds x in its first and last MiB of copied bytes. */
 static bool copy_matches(Bench *b, const Case *c, size_t copied) {
   size_t span = copied < MIB ? copied : MIB;
-  void *buf = malloc(span);
-  bool ok = buf != NULL;
+  void *buf = allocate(span, 1, "the copy check");
+  if (!buf) return false;
+  bool ok = true;
   for (int end = 0; end < 2 && ok; end++) {
     size_t at = end ? copied - span : 0;
     ok = tj_copy_to_host(b->ctx, buf, c->y + at, span) == TJ_OK &&
@@ -592,8 +598,8 @@ static tj_status check_case(Bench *b, Case *c, Check *k) {
   tj_status st = check_driver(b, "cuMemsetD8", b->cu->cuMemsetD8(c->y, 0xff, c->bytes));
   if (st == TJ_OK) st = enqueue_softmax(b, c);
   if (st == TJ_OK) st = check_tj(b, "the first run", tj_context_synchronize(b->ctx));
-  void *y_row = malloc(row_bytes);
-  double *ref = malloc((size_t)c->n * sizeof *ref);
+  void *y_row = allocate(row_bytes, 1, "a row of y");
+  double *ref = allocate((size_t)c->n, sizeof *ref, "the reference row");
   if (st == TJ_OK && (!y_row || !ref)) st = TJ_ERR_OUT_OF_MEMORY;
   for (int64_t i = 0, rows = rows_to_check(c, all); st == TJ_OK && i < rows; i++) {
     int64_t r = row_to_check(b, c, i, all);
@@ -826,7 +832,7 @@ typedef struct Rate {
 /* LAUNCHES calls of op without synchronization (one at the end, untimed):
  * the loop's wall time per call, and the median of the single calls. */
 static int launch_rate(Bench *b, Enqueue op, void *arg, Rate *out) {
-  double *t = malloc((LAUNCHES + 1) * sizeof *t);
+  double *t = allocate(LAUNCHES + 1, sizeof *t, "launch times");
   int rc = !t;
   for (int i = 0; i < 100 && !rc; i++) rc = op(b, arg) != TJ_OK; /* warm-up */
   if (!rc) rc = check_tj(b, "synchronize", tj_context_synchronize(b->ctx)) != TJ_OK;
@@ -960,13 +966,9 @@ static int usage(void) {
   return 2;
 }
 
+/* A decimal integer in [lo, hi] (tj_parse_decimal: no octal, no blanks). */
 static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
+  return tj_parse_decimal(text, lo, hi, out);
 }
 
 /* One of names (a bit each) or all_name (every bit). */

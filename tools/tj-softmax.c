@@ -15,13 +15,18 @@
  * time (codegen and driver JIT), the kernel time (CUDA events, the median
  * of K runs) and the bandwidth, counting 2*M*N*elem bytes.
  *
- * Exit status: 0 within tolerance, 1 not (or a library error), 2 on a usage
- * error or, on the GPU path, without a CUDA driver or GPU.
+ * Numbers on the command line are decimal integers within each option's
+ * range ("-n 010" is ten). The host buffers (x, y and a reference row) are
+ * allocated before anything runs; when one cannot be, the tool says which
+ * and how large, and exits 1.
+ *
+ * Exit status: 0 within tolerance, 1 not (or a library error, or no host
+ * memory), 2 on a usage error or, on the GPU path, without a CUDA driver or
+ * GPU.
  */
 #include "tilejit.h"
 #include "runtime/runtime.h" /* the GPU path: the driver table, for events */
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,13 +65,9 @@ static void usage(void) {
 
 /* ---- arguments --------------------------------------------------------- */
 
+/* A decimal integer in [lo, hi] (tj_parse_decimal: no octal, no blanks). */
 static int parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < lo || v > hi) return 0;
-  *out = v;
-  return 1;
+  return tj_parse_decimal(text, lo, hi, out);
 }
 
 static int parse_dtype(const char *text, tj_dtype *out) {
@@ -99,11 +100,14 @@ static int parse_args(int argc, char **argv, Options *o) {
   o->m = o->n = -1;
   o->iters = 1;
   o->seed = (int64_t)time(NULL);
-  for (int i = 1; i < argc; i++)
+  for (int i = 1; i < argc; i++) {
+    int at = i;
     if (!parse_option(argc, argv, &i, o)) {
-      fprintf(stderr, "tj-softmax: bad option or value: %s\n", argv[i]);
+      fprintf(stderr, "tj-softmax: bad option or value: %s%s%s\n", argv[at], i > at ? " " : "",
+              i > at ? argv[i] : "");
       return 0;
     }
+  }
   if (o->m < 0 || o->n < 0) {
     fprintf(stderr, "tj-softmax: -m and -n are required\n");
     return 0;
@@ -116,6 +120,42 @@ static int parse_args(int argc, char **argv, Options *o) {
 }
 
 /* ---- data -------------------------------------------------------------- */
+
+/* The host buffers: x and y of M x N elements, one reference row, and the
+ * kernel times of the GPU path. */
+typedef struct Host {
+  void *x, *y;
+  double *ref, *times;
+  size_t bytes; /* of x and of y */
+} Host;
+
+static void *allocate(size_t bytes, const char *what) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) fprintf(stderr, "tj-softmax: cannot allocate %zu bytes for %s\n", bytes, what);
+  return p;
+}
+
+/* All of them, or none and a message naming the one that failed. */
+static int host_alloc(Host *h, const Options *o) {
+  size_t count = o->m > 0 && o->n > 0 ? (size_t)(o->m * o->n) : 1;
+  h->bytes = count * dtype_sizes[o->dtype];
+  h->y = h->ref = h->times = NULL;
+  if ((h->x = allocate(h->bytes, "x")) && (h->y = allocate(h->bytes, "y")) &&
+      (h->ref = allocate((size_t)(o->n ? o->n : 1) * sizeof *h->ref, "the reference row")) &&
+      (h->times = allocate((size_t)o->iters * sizeof *h->times, "the kernel times")))
+    return 1;
+  free(h->x);
+  free(h->y);
+  free(h->ref);
+  return 0;
+}
+
+static void host_free(Host *h) {
+  free(h->x);
+  free(h->y);
+  free(h->ref);
+  free(h->times);
+}
 
 static uint64_t splitmix64(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
@@ -180,13 +220,9 @@ static void check_row(const void *x, const void *y, const Options *o, int64_t r,
   }
 }
 
-static int check(const void *x, const void *y, const Options *o, Errors *e) {
-  double *ref = malloc((size_t)(o->n ? o->n : 1) * sizeof *ref);
-  if (!ref) return 0;
+static void check(const Host *h, const Options *o, Errors *e) {
   memset(e, 0, sizeof *e);
-  for (int64_t r = 0; r < o->m; r++) check_row(x, y, o, r, ref, e);
-  free(ref);
-  return 1;
+  for (int64_t r = 0; r < o->m; r++) check_row(h->x, h->y, o, r, h->ref, e);
 }
 
 /* ---- running ----------------------------------------------------------- */
@@ -249,23 +285,22 @@ static int report(const Options *o, const tj_spec *s, double run_s, const Errors
 }
 
 static int run_interp(const Options *o) {
+  Host h;
+  if (!host_alloc(&h, o)) return 1;
   tj_program *p = NULL;
   tj_spec *s = specialize(o, &p);
-  size_t count = o->m > 0 && o->n > 0 ? (size_t)(o->m * o->n) : 1,
-         bytes = count * dtype_sizes[o->dtype];
-  void *x = malloc(bytes), *y = malloc(bytes);
   int rc = 1;
   Errors e;
-  if (s && x && y) {
-    fill(x, o);
-    memset(y, 0xff, bytes); /* NaN in every dtype: unwritten elements fail */
-    double run_s = interpret(s, y, x, o, bytes);
-    if (run_s >= 0.0 && check(x, y, o, &e)) rc = report(o, s, run_s, &e);
-  } else if (s) {
-    fprintf(stderr, "tj-softmax: out of memory\n");
+  if (s) {
+    fill(h.x, o);
+    memset(h.y, 0xff, h.bytes); /* NaN in every dtype: unwritten elements fail */
+    double run_s = interpret(s, h.y, h.x, o, h.bytes);
+    if (run_s >= 0.0) {
+      check(&h, o, &e);
+      rc = report(o, s, run_s, &e);
+    }
   }
-  free(x);
-  free(y);
+  host_free(&h);
   tj_spec_destroy(s);
   tj_program_destroy(p);
   return rc;
@@ -351,33 +386,31 @@ static double gpu_time_one(Gpu *g, const Options *o) {
   return st == TJ_OK && r == RT_CUDA_SUCCESS ? 1e3 * ms : -1.0;
 }
 
-/* The median kernel time over o->iters launches (after one warm-up). */
-static double gpu_time(Gpu *g, const Options *o) {
-  double *t = malloc((size_t)o->iters * sizeof *t);
-  if (!t || gpu_time_one(g, o) < 0.0) return free(t), -1.0;
+/* The median kernel time over o->iters launches (after one warm-up), with
+ * t holding o->iters times. */
+static double gpu_time(Gpu *g, const Options *o, double *t) {
+  if (gpu_time_one(g, o) < 0.0) return -1.0;
   for (int64_t i = 0; i < o->iters; i++)
-    if ((t[i] = gpu_time_one(g, o)) < 0.0) return free(t), -1.0;
-  double us = median(t, o->iters);
-  free(t);
-  return us;
+    if ((t[i] = gpu_time_one(g, o)) < 0.0) return -1.0;
+  return median(t, o->iters);
 }
 
 /* Uploads x and a poisoned y, runs once (compiling), checks, then times. */
-static int gpu_run(Gpu *g, const Options *o, void *x, void *y, size_t bytes) {
+static int gpu_run(Gpu *g, const Options *o, Host *h) {
   tj_cache_stats s;
   Errors e;
-  memset(y, 0xff, bytes); /* NaN in every dtype: unwritten elements fail */
-  if (tj_copy_to_device(g->ctx, g->x, x, bytes) != TJ_OK ||
-      tj_copy_to_device(g->ctx, g->y, y, bytes) != TJ_OK)
+  memset(h->y, 0xff, h->bytes); /* NaN in every dtype: unwritten elements fail */
+  if (tj_copy_to_device(g->ctx, g->x, h->x, h->bytes) != TJ_OK ||
+      tj_copy_to_device(g->ctx, g->y, h->y, h->bytes) != TJ_OK)
     return gpu_error(g, "upload");
   double start = seconds();
   if (gpu_softmax(g, o) != TJ_OK) return gpu_error(g, "tj_softmax");
   if (tj_context_synchronize(g->ctx) != TJ_OK) return gpu_error(g, "the first run");
   double first_ms = (seconds() - start) * 1e3;
-  if (tj_copy_to_host(g->ctx, y, g->y, bytes) != TJ_OK) return gpu_error(g, "download");
-  if (!check(x, y, o, &e)) return fprintf(stderr, "tj-softmax: out of memory\n"), 1;
+  if (tj_copy_to_host(g->ctx, h->y, g->y, h->bytes) != TJ_OK) return gpu_error(g, "download");
+  check(h, o, &e);
   tj_context_cache_stats(g->ctx, &s);
-  double us = o->m && o->n ? gpu_time(g, o) : 0.0;
+  double us = o->m && o->n ? gpu_time(g, o, h->times) : 0.0;
   if (us < 0.0) return gpu_error(g, "timing");
   tj_device_info d;
   tj_context_device_info(g->ctx, &d);
@@ -397,18 +430,16 @@ static int gpu_run(Gpu *g, const Options *o, void *x, void *y, size_t bytes) {
 
 /* The GPU path, through the runtime's tj_softmax. */
 static int run_gpu(const Options *o) {
-  size_t count = o->m > 0 && o->n > 0 ? (size_t)(o->m * o->n) : 1,
-         bytes = count * dtype_sizes[o->dtype];
-  void *x = malloc(bytes), *y = malloc(bytes);
+  Host h;
+  if (!host_alloc(&h, o)) return 1;
   Gpu g;
-  int rc = x && y ? gpu_open(&g, o, bytes) : (fprintf(stderr, "tj-softmax: out of memory\n"), 1);
-  if (x && y && rc == 0) {
-    fill(x, o);
-    rc = gpu_run(&g, o, x, y, bytes);
+  int rc = gpu_open(&g, o, h.bytes);
+  if (rc == 0) {
+    fill(h.x, o);
+    rc = gpu_run(&g, o, &h);
   }
-  if (x && y) gpu_close(&g);
-  free(x);
-  free(y);
+  gpu_close(&g);
+  host_free(&h);
   return rc;
 }
 

@@ -109,7 +109,7 @@ static void float_literal(float f, char *out, size_t size) {
     return;
   }
   char digits[48];
-  snprintf(digits, sizeof digits, "%.9g", (double)f);
+  tj_format_g(digits, sizeof digits, 9, (double)f); /* a '.' in every locale */
   bool plain = strpbrk(digits, ".e") == NULL;
   snprintf(out, size, "%s%sf", digits, plain ? ".0" : "");
 }

@@ -86,7 +86,7 @@ tj_status tj_build_const(tj_program *p, tj_type type, double value, tj_value *ou
   if (!out) return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "const: NULL result pointer");
   IrAppend a = make(TJ_OP_CONST);
   a.declared = type;
-  a.fimm = type.elem == TJ_F32 ? (double)(float)value : value;
+  a.fimm = value; /* ir_append checks it against the type and rounds it to f32 */
   return emit(p, &a, out);
 }
 

@@ -648,6 +648,5 @@ tj_status tj_interpret(tj_spec *s, const tj_arg *args, int arg_count, int64_t gr
   if ((st = set_up(&in)) == TJ_OK)
     for (in.pid = 0; in.pid < grid && st == TJ_OK; in.pid++) st = run_instance(&in);
   tear_down(&in);
-  if (st == TJ_OK) s->error[0] = '\0';
-  return st;
+  return st; /* success writes nothing to s: other threads may be using it */
 }

@@ -8,7 +8,8 @@
  * value or instruction.
  *
  * Sections below follow the files that define them:
- *   util.c       allocation, text buffers, errors, hashing, float16 rounding
+ *   util.c       allocation, text buffers, errors, hashing
+ *   number.c     numbers as text, the same in every locale
  *   ops.c        the op table expanded into names, kinds and type rules
  *   program.c    program storage, constants, append, copy
  *   types.c      the type rules shared by builder, parser and verifier
@@ -43,6 +44,10 @@
 void *tj_alloc(size_t size);                /* zeroed; NULL on failure */
 void *tj_realloc(void *p, size_t size);     /* NULL on failure, p untouched */
 char *tj_strdup(const char *s);
+/* Tests only: makes the nth allocation from now on this thread (tj_alloc,
+ * tj_realloc, tj_strdup, text buffers) fail; 0 disarms. Returns how many
+ * were left before the failure: 0 if it happened (or none was armed). */
+long tj_test_fail_allocation(long nth);
 /* Grows *items (of elem bytes each) so that it holds at least need; false on OOM. */
 bool tj_grow(void **items, int *cap, int need, size_t elem);
 
@@ -69,8 +74,25 @@ void tj_set_error(char *dst, const char *fmt, ...) TJ_PRINTF(2, 3);
 uint64_t tj_fnv1a(const void *data, size_t len, uint64_t seed);
 #define TJ_FNV_SEED 0xcbf29ce484222325ull
 
-/* Shortest decimal text that reads back as the same double ("inf", "-inf", "nan"). */
+/* ----------------------------------------------------------- number.c */
+
+/* Shortest decimal text that reads back as the same double, in any locale
+ * ("0.5", "-0", "1e+300", "inf", "-inf", "nan", "-nan"). */
 void tj_format_double(char *out, size_t size, double v);
+/* snprintf's "%.*g" in the C locale (a '.' whatever the process's locale). */
+void tj_format_g(char *out, size_t size, int digits, double v);
+/* strtod in the C locale over exactly len bytes; false unless it reads them
+ * all (or len is 0 or over 128). Overflow gives +-inf, underflow 0. */
+bool tj_parse_double(const char *s, size_t len, double *out);
+
+typedef enum IrDecimal { DECIMAL_INTEGER, DECIMAL_FRACTION, DECIMAL_TOO_BIG } IrDecimal;
+/* The exact integer a decimal literal (digits [. digits] [e [+-] digits],
+ * unsigned, at most 128 bytes) stands for, negated when neg: "1.5e3" is
+ * 1500; "0.5" and "1e-999" are fractions; past int64 is too big. */
+IrDecimal ir_decimal_integer(const char *s, size_t len, bool neg, int64_t *out);
+/* A decimal integer for the tools' arguments: [-]digits and nothing else
+ * (no blanks, no '+', no octal or hex: "010" is ten), within [lo, hi]. */
+bool tj_parse_decimal(const char *text, int64_t lo, int64_t hi, int64_t *out);
 
 /* ------------------------------------------------------------- ops.c */
 
@@ -125,6 +147,10 @@ int ir_dtype_size(tj_dtype d);
 #define IR_MAX_VALUES (1 << 20)
 /* The longest tile: 2^30 elements, so that every element index fits i32. */
 #define IR_MAX_TILE (1 << 30)
+/* Parameters a program may have: with the hidden ones (the workspace, the
+ * instance count), 8 bytes each, they stay well inside the 4 KB a kernel's
+ * parameters had before CUDA 12.1. */
+#define IR_MAX_PARAMS 256
 
 typedef struct IrInst {
   uint8_t op;               /* tj_op */
@@ -132,7 +158,8 @@ typedef struct IrInst {
   int32_t args[IR_MAX_ARGS]; /* value indices, IR_NONE past the last */
   int nargs;
   double fimm;  /* CONST: the value */
-  int64_t iimm; /* PARAM: parameter index; CONSTEXPR: constant index; FOR: matching ENDFOR */
+  int64_t iimm; /* PARAM: parameter index; CONSTEXPR: constant index; FOR: matching ENDFOR
+                   (0 while the loop is open) */
 } IrInst;
 
 typedef struct IrConst {
@@ -154,6 +181,7 @@ struct tj_program {
   int nconsts, cap_consts;
   char **params; /* per parameter: its name */
   int nparams, cap_params;
+  int nparam_insts; /* PARAM instructions so far */
   /* Builder state: the stack of open FOR instructions. */
   int32_t *open_loops;
   int nopen, cap_open;
@@ -203,6 +231,14 @@ void ir_type_format(const tj_program *p, tj_type t, char *out, size_t size);
  * failure writes why into why (without the instruction) and returns false. */
 bool ir_infer(const tj_program *p, tj_op op, const int32_t *args, int nargs, tj_type declared,
               tj_type *result, char *why, size_t why_size);
+/* The one rule for the value of a const of elem e, for the builder and the
+ * parser alike: i32 and i64 take integers of their range; f32 takes any
+ * value that rounds to a finite float, and inf, -inf and NaN given as such.
+ * On success *stored is what the program keeps: the value rounded to f32
+ * (a NaN keeps its sign and the payload an f32 holds), or the integer (0
+ * for -0). On failure *why is the reason, to follow the value in a message
+ * ("is out of range for f32"). */
+bool ir_const_immediate(tj_elem e, double v, double *stored, const char **why);
 
 /* ----------------------------------------------------------- verify.c */
 

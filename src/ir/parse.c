@@ -24,7 +24,6 @@
 #define NAME_MAX_LEN   63             /* kernel, constant and parameter names */
 #define NUMBER_MAX_LEN 128            /* the longest numeric literal */
 #define SHOWN_MAX      64             /* the most of a name quoted in a message */
-#define F32_OVERFLOW   0x1.ffffffp127 /* the least double that rounds to an infinite float */
 
 /* A span of the text: its bytes and where it starts. */
 typedef struct Token {
@@ -282,11 +281,9 @@ static bool number_char(int ch) {
 }
 
 /* Whether s is digits [. digits] [e [+-] digits] with a digit before the e. */
-static bool is_decimal(const char *s, size_t len, bool *integral) {
+static bool is_decimal(const char *s, size_t len) {
   size_t i = 0, mantissa = 0;
-  while (i < len && is_digit(s[i]))
-    i++, mantissa++;
-  *integral = i == len;
+  while (i < len && is_digit(s[i])) i++, mantissa++;
   if (i < len && s[i] == '.')
     for (i++; i < len && is_digit(s[i]); i++)
       mantissa++;
@@ -300,52 +297,109 @@ static bool is_decimal(const char *s, size_t len, bool *integral) {
   return i == len && i > exponent;
 }
 
-/* A literal's value: inf, nan or a decimal through strtod. */
-static bool literal_value(const char *s, size_t len, bool neg, double *out) {
-  char text[NUMBER_MAX_LEN + 1];
-  if (len == 3 && memcmp(s, "inf", 3) == 0)
+/* A const the type refuses: "LINE:COL: const: TEXT REASON", at the number,
+ * with the builder's status and reason (ir_const_immediate). */
+static tj_status refuse_const(Parser *ps, size_t start, const char *reason) {
+  size_t len = ps->c.pos - start;
+  return fail_at(ps, TJ_ERR_TYPE, start, "const: %.*s%s %s", shown(len), ps->c.text + start,
+                 len > SHOWN_MAX ? "..." : "", reason);
+}
+
+/* A literal's value: inf, nan or a decimal, read the same in every locale.
+ * A decimal too large for a double is refused rather than made infinite. */
+static tj_status literal_value(Parser *ps, size_t start, Token t, bool neg, tj_elem e,
+                               double *out) {
+  if (token_is(t, "inf"))
     *out = INFINITY;
-  else if (len == 3 && memcmp(s, "nan", 3) == 0)
+  else if (token_is(t, "nan"))
     *out = NAN;
-  else {
-    char *end;
-    memcpy(text, s, len);
-    text[len] = '\0';
-    *out = strtod(text, &end);
-    if (end != text + len || isinf(*out)) return false;
-  }
+  else if (!tj_parse_double(t.s, t.len, out) || isinf(*out))
+    return refuse_const(ps, start, e == TJ_F32 ? "is out of range for f32" : "is out of range");
   if (neg) *out = -*out;
+  return TJ_OK;
+}
+
+/* For i32 and i64: the exact integer the decimal stands for, which must be
+ * one ("1e-999" is not 0) and be held exactly by the double the IR keeps
+ * (every integer up to 2^53 is; 9007199254740993 is not). */
+static tj_status integer_value(Parser *ps, size_t start, Token t, bool neg, tj_elem e,
+                               double *out) {
+  int64_t v;
+  if (ir_decimal_integer(t.s, t.len, neg, &v) != DECIMAL_INTEGER)
+    return refuse_const(ps, start, e == TJ_I32 ? "is not a value of i32" : "is not a value of i64");
+  *out = (double)v;
+  if (*out >= 0x1p63 || (int64_t)*out != v)
+    return refuse_const(ps, start,
+                        "is not held exactly: integer constants are doubles, exact "
+                        "up to 2^53");
+  return TJ_OK;
+}
+
+static int hex_digit(char ch) {
+  if (is_digit(ch)) return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+/* 0x and 1 to 8 hex digits. */
+static bool hex32(Token t, uint32_t *out) {
+  if (t.len < 3 || t.len > 10 || t.s[0] != '0' || (t.s[1] != 'x' && t.s[1] != 'X')) return false;
+  *out = 0;
+  for (size_t i = 2; i < t.len; i++) {
+    if (hex_digit(t.s[i]) < 0) return false;
+    *out = *out << 4 | (uint32_t)hex_digit(t.s[i]);
+  }
   return true;
 }
 
-/* The value of const: integers exactly for i32 and i64, f32 rounded to float
- * as the builder does, inf and nan by name. */
+/* nan:0xHHHHHHHH after "nan": the bits of an f32 quiet NaN, sign included. */
+static tj_status parse_nan_bits(Parser *ps, size_t start, bool signed_text, double *out) {
+  Cursor *c = &ps->c;
+  c->pos++; /* ':' */
+  Token hex = scan(c, is_name_char);
+  uint32_t bits;
+  if (signed_text)
+    return fail_at(ps, TJ_ERR_PARSE, start, "a NaN's sign is in its bits: expected nan:0x...");
+  if (!hex32(hex, &bits))
+    return fail_at(ps, TJ_ERR_PARSE, hex.pos, "expected the bits of an f32 NaN (nan:0x7fc00001)");
+  if ((bits & 0x7fc00000u) != 0x7fc00000u)
+    return fail_at(ps, TJ_ERR_PARSE, hex.pos,
+                   "0x%08lx is not a quiet f32 NaN (exponent all ones, top mantissa bit set)",
+                   (unsigned long)bits);
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  *out = (double)f; /* exact: converting back to float gives the same bits */
+  return TJ_OK;
+}
+
+/* The value of const, exactly as the text gives it: integers for i32 and
+ * i64, inf and nan by name, other NaNs by their bits; then the builder's
+ * rule for the type (ir_const_immediate), which also rounds f32 values. */
 static tj_status parse_number(Parser *ps, tj_type type, double *out) {
   Cursor *c = &ps->c;
+  tj_elem e = (tj_elem)type.elem;
   skip_blank(c);
   size_t start = c->pos;
-  bool neg = peek(c) == '-', integral = false;
+  bool neg = peek(c) == '-';
   if (neg || peek(c) == '+') c->pos++;
   Token t = scan(c, number_char);
   bool special = token_is(t, "inf") || token_is(t, "nan");
-  if (!special && !is_decimal(t.s, t.len, &integral)) {
+  tj_status st;
+  if (token_is(t, "nan") && peek(c) == ':') {
+    st = parse_nan_bits(ps, start, start != t.pos, out);
+  } else if (!special && !is_decimal(t.s, t.len)) {
     c->pos = start;
     return expected(ps, "a number");
+  } else if (t.len > NUMBER_MAX_LEN) {
+    return fail_at(ps, TJ_ERR_PARSE, start, "number is too long");
+  } else {
+    st = !special && ir_elem_is_int(e) ? integer_value(ps, start, t, neg, e, out)
+                                       : literal_value(ps, start, t, neg, e, out);
   }
-  if (t.len > NUMBER_MAX_LEN) return fail_at(ps, TJ_ERR_PARSE, start, "number is too long");
-  if (!special && integral && ir_elem_is_int((tj_elem)type.elem)) {
-    int64_t v;
-    if (!digits_to_int(t.s, t.len, neg, &v))
-      return fail_at(ps, TJ_ERR_PARSE, start, "integer out of range");
-    *out = (double)v;
-    return TJ_OK;
-  }
-  if (!literal_value(t.s, t.len, neg, out))
-    return fail_at(ps, TJ_ERR_PARSE, start, "number out of range");
-  if (type.elem == TJ_F32 && isfinite(*out) && fabs(*out) >= F32_OVERFLOW)
-    return fail_at(ps, TJ_ERR_PARSE, start, "number out of range for f32");
-  if (type.elem == TJ_F32) *out = (double)(float)*out;
-  return TJ_OK;
+  const char *why;
+  if (st == TJ_OK && !ir_const_immediate(e, *out, out, &why)) return refuse_const(ps, start, why);
+  return st;
 }
 
 /* ---- types -------------------------------------------------------------- */

@@ -10,8 +10,18 @@
  *   %3 : f32 = const -inf           by index, immediates after the op name
  *   store %0, %1, %2                ops without a result start with the op
  *   %9 : i32 = for %4, %5, %6       loop bodies (iters, body, yields) are
- *     %10 : f32 = iter %3           indented two spaces per open loop
- *   endfor
+ *     %10 : f32 = iter %3           indented two spaces per open loop, up
+ *   endfor                          to 16 loops deep (32 spaces)
+ *
+ * The indentation stops growing at INDENT_MAX levels so that the text stays
+ * linear in the program's size (100000 nested loops would otherwise take
+ * gigabytes); the parser ignores indentation, so round trips are exact.
+ *
+ * Constants keep every bit: integers print as integers; f32 values as the
+ * shortest decimal that reads back as the same value ("0.5", "-0"), "inf",
+ * "-inf", "nan" and "-nan" (the quiet NaNs 0x7fc00000 and 0xffc00000), and
+ * any other NaN by its f32 bits, "nan:0x7fc00001". Two programs print alike
+ * only if they are alike, which the specialization key relies on.
  *
  * ir_print_inst is also used by the verifier's messages, so it must cope
  * with any instruction: out-of-range ops, values and immediates print as "?".
@@ -19,6 +29,9 @@
 #include "ir/ir.h"
 
 #include <math.h>
+#include <string.h>
+
+#define INDENT_MAX 16 /* loop levels; deeper ones print at this indentation */
 
 static void print_consts(const tj_program *p, TjBuf *out) {
   for (int i = 0; i < p->nconsts; i++) {
@@ -31,12 +44,27 @@ static void print_consts(const tj_program *p, TjBuf *out) {
   }
 }
 
+/* An f32 NaN: its sign and payload are what the code generators emit. */
+static void print_nan(double v, TjBuf *out) {
+  float f = (float)v;
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) == 0x7fc00000u)
+    buf_puts(out, bits >> 31 ? " -nan" : " nan");
+  else
+    buf_printf(out, " nan:0x%08lx", (unsigned long)bits);
+}
+
 /* Integer constants print as integers, floats as the shortest text that
  * reads back as the same double; anything odd falls back to the latter. */
 static void print_number(tj_type t, double v, TjBuf *out) {
   bool integral = t.elem == TJ_I32 || t.elem == TJ_I64;
   if (integral && v >= -9223372036854775808.0 && v < 9223372036854775808.0 && v == floor(v)) {
     buf_printf(out, " %lld", (long long)v);
+    return;
+  }
+  if (t.elem == TJ_F32 && isnan(v)) {
+    print_nan(v, out);
     return;
   }
   char text[64];
@@ -103,8 +131,7 @@ void ir_print(const tj_program *p, TjBuf *out) {
   int depth = 0;
   for (int i = 0; i < p->ninsts; i++) {
     if (p->insts[i].op == TJ_OP_ENDFOR && depth > 0) depth--;
-    for (int d = 0; d < depth; d++)
-      buf_puts(out, "  ");
+    buf_printf(out, "%*s", 2 * (depth < INDENT_MAX ? depth : INDENT_MAX), "");
     ir_print_inst(p, i, out);
     buf_puts(out, "\n");
     if (p->insts[i].op == TJ_OP_FOR) depth++;

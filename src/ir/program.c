@@ -56,7 +56,7 @@ void ir_program_free(tj_program *p) {
 
 static void *dup_array(const void *src, int count, size_t elem, bool *ok) {
   if (count == 0) return NULL;
-  void *d = malloc((size_t)count * elem);
+  void *d = tj_realloc(NULL, (size_t)count * elem);
   if (!d) {
     *ok = false;
     return NULL;
@@ -65,14 +65,17 @@ static void *dup_array(const void *src, int count, size_t elem, bool *ok) {
   return d;
 }
 
+/* Copies the constants and parameter names, counting them as they come so
+ * that a copy left half done frees cleanly. */
 static bool copy_names(tj_program *d, const tj_program *p) {
   for (int i = 0; i < p->nconsts; i++) {
-    d->consts[i].name = tj_strdup(p->consts[i].name);
-    if (!d->consts[i].name) return false;
+    d->consts[i] = p->consts[i];
+    if (!(d->consts[i].name = tj_strdup(p->consts[i].name))) return false;
+    d->nconsts = i + 1;
   }
   for (int i = 0; i < p->nparams; i++) {
-    d->params[i] = tj_strdup(p->params[i]);
-    if (!d->params[i]) return false;
+    if (!(d->params[i] = tj_strdup(p->params[i]))) return false;
+    d->nparams = i + 1;
   }
   return true;
 }
@@ -81,6 +84,10 @@ tj_program *ir_program_copy(const tj_program *p) {
   tj_program *d = tj_alloc(sizeof *d);
   if (!d) return NULL;
   *d = *p;
+  /* Own nothing of p's yet, so that ir_program_free(d) is safe at any point. */
+  d->name = NULL, d->insts = NULL, d->types = NULL, d->defs = NULL, d->scopes = NULL;
+  d->open_loops = NULL, d->consts = NULL, d->params = NULL;
+  d->nconsts = d->nparams = 0;
   bool ok = true;
   d->name = tj_strdup(p->name);
   d->insts = dup_array(p->insts, p->ninsts, sizeof *p->insts, &ok);
@@ -90,8 +97,6 @@ tj_program *ir_program_copy(const tj_program *p) {
   d->open_loops = dup_array(p->open_loops, p->nopen, sizeof *p->open_loops, &ok);
   d->consts = tj_alloc((size_t)(p->nconsts ? p->nconsts : 1) * sizeof *d->consts);
   d->params = tj_alloc((size_t)(p->nparams ? p->nparams : 1) * sizeof *d->params);
-  if (d->consts) memcpy(d->consts, p->consts, (size_t)p->nconsts * sizeof *d->consts);
-  for (int i = 0; d->consts && i < p->nconsts; i++) d->consts[i].name = NULL;
   d->cap_insts = p->ninsts, d->cap_values = p->nvalues, d->cap_open = p->nopen;
   d->cap_consts = p->nconsts ? p->nconsts : 1, d->cap_params = p->nparams ? p->nparams : 1;
   ok = ok && d->name && d->consts && d->params && copy_names(d, p);
@@ -127,7 +132,7 @@ bool ir_valid_identifier(const char *name, size_t len) {
 }
 
 static char *dup_len(const char *s, size_t len) {
-  char *d = malloc(len + 1);
+  char *d = tj_realloc(NULL, len + 1);
   if (d) {
     memcpy(d, s, len);
     d[len] = '\0';
@@ -178,12 +183,11 @@ static int innermost_loop(const tj_program *p) {
   return p->nopen ? p->open_loops[p->nopen - 1] : IR_NONE;
 }
 
+/* A value is in scope while the loop it lives in is open: a FOR's iimm is
+ * 0 until its ENDFOR (record), so this costs the same at any depth. */
 static bool in_scope(const tj_program *p, int value) {
   int scope = p->scopes[value];
-  if (scope == IR_NONE) return true;
-  for (int i = 0; i < p->nopen; i++)
-    if (p->open_loops[i] == scope) return true;
-  return false;
+  return scope == IR_NONE || p->insts[scope].iimm == 0;
 }
 
 static tj_status check_operands(tj_program *p, const IrAppend *a) {
@@ -261,24 +265,31 @@ static tj_status check_structure(tj_program *p, const IrAppend *a) {
   }
 }
 
-/* An integer constant must be integral and fit its type. */
-static tj_status check_const_value(tj_program *p, tj_type t, double v) {
-  if (t.elem == TJ_F32) return TJ_OK;
-  double lo = t.elem == TJ_I32 ? -2147483648.0 : -9223372036854775808.0;
-  double hi = t.elem == TJ_I32 ? 2147483647.0 : 9223372036854774784.0;
-  if (!(v >= lo && v <= hi) || v != (double)(int64_t)v)
-    return ir_fail(p, TJ_ERR_TYPE, "const: %g is not a value of %s", v, ir_elem_name((tj_elem)t.elem));
-  return TJ_OK;
+/* A constant's value must be one of its type (types.c); *stored is what the
+ * program keeps (rounded to f32, or the integer). */
+static tj_status check_const_value(tj_program *p, tj_type t, double v, double *stored) {
+  const char *why;
+  if (ir_const_immediate((tj_elem)t.elem, v, stored, &why)) return TJ_OK;
+  char shown[64];
+  tj_format_double(shown, sizeof shown, v);
+  return ir_fail(p, TJ_ERR_TYPE, "const: %s %s", shown, why);
 }
 
-/* Parameters are declared at top level, each once, in order. */
+/* Parameters are declared at top level, each once, in order, each with a
+ * name of its own (the kernel's parameters are named after them), at most
+ * IR_MAX_PARAMS of them. */
 static tj_status check_param(tj_program *p, int64_t index) {
-  int seen = 0;
-  for (int i = 0; i < p->ninsts; i++) seen += p->insts[i].op == TJ_OP_PARAM;
+  int seen = p->nparam_insts;
   if (index < 0 || index >= p->nparams || index != seen)
     return ir_fail(p, TJ_ERR_VERIFY, "param: parameter %lld is out of order (expected %d)",
                    (long long)index, seen);
   if (p->nopen) return ir_fail(p, TJ_ERR_VERIFY, "param inside a loop");
+  if (index >= IR_MAX_PARAMS)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "param: more than %d parameters", IR_MAX_PARAMS);
+  for (int64_t i = 0; i < index; i++)
+    if (strcmp(p->params[i], p->params[index]) == 0)
+      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "param: parameter %s is already declared",
+                     p->params[index]);
   return TJ_OK;
 }
 
@@ -309,8 +320,9 @@ static void record(tj_program *p, const IrAppend *a, tj_type type, int32_t *resu
   in->nargs = a->nargs;
   for (int i = 0; i < IR_MAX_ARGS; i++) in->args[i] = i < a->nargs ? a->args[i] : IR_NONE;
   in->fimm = a->fimm;
-  in->iimm = a->iimm;
+  in->iimm = a->op == TJ_OP_FOR ? 0 : a->iimm; /* set at its ENDFOR */
   in->result = IR_NONE;
+  p->nparam_insts += a->op == TJ_OP_PARAM;
   if (ir_op_has_result(a->op)) {
     int v = p->nvalues++;
     if (a->op == TJ_OP_FOR) p->open_loops[p->nopen++] = at;
@@ -334,10 +346,12 @@ tj_status ir_append(tj_program *p, const IrAppend *a, int32_t *result) {
   if (!ir_infer(p, a->op, a->args, a->nargs, a->declared, &type, why, sizeof why))
     return ir_fail(p, TJ_ERR_TYPE, "%s: %s", ir_ops[a->op].name, why);
   if (a->op == TJ_OP_PARAM && (st = check_param(p, a->iimm)) != TJ_OK) return st;
-  if (a->op == TJ_OP_CONST && (st = check_const_value(p, type, a->fimm)) != TJ_OK) return st;
+  IrAppend kept = *a;
+  if (a->op == TJ_OP_CONST && (st = check_const_value(p, type, a->fimm, &kept.fimm)) != TJ_OK)
+    return st;
   if (a->op == TJ_OP_CONSTEXPR && (a->iimm < 0 || a->iimm >= p->nconsts))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "constexpr: no constant %lld", (long long)a->iimm);
   if ((st = grow_all(p)) != TJ_OK) return st;
-  record(p, a, type, result);
+  record(p, &kept, type, result);
   return TJ_OK;
 }

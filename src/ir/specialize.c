@@ -102,18 +102,24 @@ static tj_status substitute(tj_program *p, tj_program *s) {
   return TJ_OK;
 }
 
+/* The key, or NULL when out of memory: a hash of part of the text would
+ * give two programs one key. */
 static char *make_key(const tj_program *p, tj_program *s) {
   TjBuf text, key;
   buf_init(&text);
   buf_init(&key);
   ir_print(p, &text);
-  uint64_t h = tj_fnv1a(text.data ? text.data : "", text.len, TJ_FNV_SEED);
+  if (text.oom || !text.data) {
+    buf_free(&text);
+    return NULL;
+  }
+  uint64_t h = tj_fnv1a(text.data, text.len, TJ_FNV_SEED);
   buf_free(&text);
   buf_printf(&key, "tilejit %s|%s#%016llx|DTYPE=%s", TJ_VERSION_STRING, p->name,
              (unsigned long long)h, ir_dtype_name(s->dtype));
   for (int i = 0; i < s->nconsts; i++)
     buf_printf(&key, "|%s=%lld", s->consts[i].name, (long long)s->consts[i].value);
-  return buf_take(&key);
+  return buf_take(&key); /* NULL if any of it was dropped */
 }
 
 static tj_status build(tj_program *p, const tj_spec_options *o, tj_spec *spec) {

@@ -6,12 +6,16 @@
  *
  * Elementwise rules broadcast: a scalar operand stands for a tile of the
  * other operands' length; tiles must share their length constant.
+ *
+ * Also here: the rule for the values of constants (ir_const_immediate).
  */
 #include "ir/ir.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#define F32_OVERFLOW 0x1.ffffffp127 /* the least double that rounds to an infinite float */
 
 bool ir_type_equal(tj_type a, tj_type b) {
   return a.shape == b.shape && a.elem == b.elem && (a.shape != TJ_TILE || a.len == b.len);
@@ -258,5 +262,23 @@ bool ir_infer(const tj_program *p, tj_op op, const int32_t *args, int nargs, tj_
     ir_type_format(p, *result, got, sizeof got);
     return fail(&c, "declared type %s, but the operands give %s", want, got);
   }
+  return true;
+}
+
+bool ir_const_immediate(tj_elem e, double v, double *stored, const char **why) {
+  *stored = v;
+  if (e == TJ_F32) {
+    if (isfinite(v) && fabs(v) >= F32_OVERFLOW) return *why = "is out of range for f32", false;
+    *stored = (double)(float)v; /* NaN keeps its sign and the payload bits an f32 has */
+    return true;
+  }
+  if (!ir_elem_is_int(e)) return true; /* not a const type: the type rule says so */
+  double lo = e == TJ_I32 ? -2147483648.0 : -9223372036854775808.0;
+  double hi = e == TJ_I32 ? 2147483648.0 : 9223372036854775808.0; /* excluded */
+  if (!(v >= lo && v < hi) || v != floor(v)) {
+    *why = e == TJ_I32 ? "is not a value of i32" : "is not a value of i64";
+    return false;
+  }
+  *stored = v + 0.0; /* -0 is 0 */
   return true;
 }

@@ -1,20 +1,37 @@
 /*
  * util.c — the small services every subsystem uses: allocation through one
  * set of functions, a growable text buffer with a printf-checked append,
- * handle error messages, FNV-1a hashing and exact double formatting.
+ * handle error messages and FNV-1a hashing. (Numbers as text: number.c.)
  *
  * Nothing here holds state of its own: every buffer belongs to its caller.
+ * The one exception is a per-thread countdown that lets tests make any
+ * chosen allocation fail (tj_test_fail_allocation); it is 0 otherwise.
  */
 #include "ir/ir.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void *tj_alloc(size_t size) { return calloc(1, size ? size : 1); }
+/* Tests only (tj_test_fail_allocation): allocations left on this thread
+ * before the one that fails; 0: none fails. */
+static _Thread_local long allocations_to_failure;
 
-void *tj_realloc(void *p, size_t size) { return realloc(p, size ? size : 1); }
+long tj_test_fail_allocation(long nth) {
+  long left = allocations_to_failure;
+  allocations_to_failure = nth > 0 ? nth : 0;
+  return left;
+}
+
+static bool injected_failure(void) {
+  return allocations_to_failure > 0 && --allocations_to_failure == 0;
+}
+
+void *tj_alloc(size_t size) { return injected_failure() ? NULL : calloc(1, size ? size : 1); }
+
+void *tj_realloc(void *p, size_t size) {
+  return injected_failure() ? NULL : realloc(p, size ? size : 1);
+}
 
 void tj_free(void *p) { free(p); }
 
@@ -22,7 +39,7 @@ const char *tj_version(void) { return TJ_VERSION_STRING; }
 
 char *tj_strdup(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = tj_realloc(NULL, n);
   if (d) memcpy(d, s, n);
   return d;
 }
@@ -51,7 +68,7 @@ static bool reserve(TjBuf *b, size_t extra) {
   if (b->len + extra + 1 <= b->cap) return true;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + extra + 1) cap *= 2;
-  char *d = realloc(b->data, cap);
+  char *d = tj_realloc(b->data, cap);
   if (!d) {
     b->oom = true;
     return false;
@@ -112,22 +129,6 @@ uint64_t tj_fnv1a(const void *data, size_t len, uint64_t seed) {
     h *= 0x100000001b3ull;
   }
   return h;
-}
-
-void tj_format_double(char *out, size_t size, double v) {
-  if (isnan(v)) {
-    snprintf(out, size, "nan");
-    return;
-  }
-  if (isinf(v)) {
-    snprintf(out, size, v < 0 ? "-inf" : "inf");
-    return;
-  }
-  /* The shortest %.Ng that reads back as the same double. */
-  for (int digits = 1; digits <= 17; digits++) {
-    snprintf(out, size, "%.*g", digits, v);
-    if (strtod(out, NULL) == v) return;
-  }
 }
 
 static const char *const status_names[TJ_STATUS_COUNT] = {

@@ -48,7 +48,9 @@ static tj_status replay(tj_program *p, tj_program *s, int i) {
   a.iimm = in->iimm;
   a.declared = in->result != IR_NONE ? p->types[in->result] : ir_no_type();
   int32_t result;
-  if (ir_append(s, &a, &result) != TJ_OK) return fail_at(p, i, TJ_ERR_VERIFY, s->error);
+  tj_status st = ir_append(s, &a, &result);
+  if (st == TJ_ERR_OUT_OF_MEMORY) return ir_fail(p, st, "out of memory");
+  if (st != TJ_OK) return fail_at(p, i, TJ_ERR_VERIFY, s->error);
   if (result != in->result) return fail_at(p, i, TJ_ERR_VERIFY, "values are not numbered in order");
   return TJ_OK;
 }
@@ -78,6 +80,5 @@ tj_status ir_verify(tj_program *p) {
   if (st == TJ_OK && s->nvalues != p->nvalues) st = ir_fail(p, TJ_ERR_VERIFY, "the value table does not match the instructions");
   ir_program_free(s);
   if (st == TJ_OK && p->specialized) st = check_specialized(p);
-  if (st == TJ_OK) p->error[0] = '\0';
-  return st;
+  return st; /* success writes nothing to p: other threads may be reading it */
 }

@@ -96,6 +96,11 @@ def test_dump_ptx():
     expect("__global__" in tilejit.dump_ptx(1000, emit="cuda"), "emit='cuda' gave no kernel")
     e = expect_raises(tilejit.Error, lambda: tilejit.dump_ptx(1000, num_warps=3), "num_warps")
     expect(e.status == tilejit.Status.INVALID_ARGUMENT, f"status {e.status!r}")
+    # Past a C int: refused, not cut to its low 32 bits (2**32 + 1 was 1).
+    expect_raises(ValueError, lambda: tilejit.dump_ptx(1000, num_warps=2**32 + 1), "num_warps")
+    expect_raises(ValueError, lambda: tilejit.dump_ptx(1000, arch=2**32 + 90), "arch")
+    expect_raises(ValueError, lambda: tilejit.dump_ptx(1000, align=2**32 + 16), "align")
+    expect_raises(TypeError, lambda: tilejit.dump_ptx(1000, num_warps=4.0), "num_warps")
     expect_raises(TypeError, lambda: tilejit.dump_ptx(1000, "f64"))
     expect_raises(ValueError, lambda: tilejit.dump_ptx(1000, backend="llvm"))
     expect(tilejit.version() == "0.1.0", f"version {tilejit.version()!r}")
