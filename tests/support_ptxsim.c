@@ -17,15 +17,18 @@
  * or an atom (the poll of a spin loop, so spinning costs few steps). After
  * each round the scheduler completes the synchronizations every participant
  * has reached (a warp's 32 lanes at one shfl; all threads of a CTA at one
- * bar). A round in which nothing happens — no store, no synchronization, no
- * exit, and every running thread yielding at the same poll as the round
- * before — is a deadlock, reported with the instructions threads are stuck
- * at, as is a round in which every live thread is blocked.
+ * bar). A round in which nothing happens — no change to memory, no
+ * synchronization, no exit, and every running thread polling the same
+ * address again and reading the same value — is a deadlock, reported with
+ * the instructions threads are stuck at, as is a round in which every live
+ * thread is blocked.
  *
  * Global addresses are host addresses: the kernel's pointer parameters are
  * the tj_arg buffers and the workspace, and every access is checked against
  * them and counted. Shared addresses are offsets into the CTA's own tj_smem;
- * mapa turns one into a shared::cluster address, (rank + 1) << 24 | offset.
+ * mapa turns one into a shared::cluster address, (rank + 1) << 24 | offset
+ * (a CTA-local address used as a shared::cluster one names the CTA itself,
+ * as in PTX).
  */
 #include "support_ptxsim.h"
 
@@ -133,6 +136,7 @@ typedef struct Ins {
   uint8_t space;   /* SPACE_* of ld, st, atom, red */
   uint8_t poll;    /* the thread yields after it: acquire/relaxed/volatile ld, atom */
   uint8_t aligned; /* barrier.cluster.*.aligned */
+  uint8_t nc;      /* ld.global.nc: must not read what this launch wrote */
   uint8_t cmp, combine, aop;
   uint8_t mode;      /* mul, mad: MUL_*; cvt: ROUND_* */
   Ty to;             /* cvt: the destination type (ty is the source) */
@@ -162,6 +166,7 @@ typedef struct Kernel {
   int cluster; /* CTAs per cluster (1 without .reqnctapercluster) */
   bool explicit_cluster;
   int needs_target; /* the sm_XX its instructions need: 90 for clusters, 70 for scopes */
+  bool has_nc;      /* some ld.global.nc: track the bytes the launch writes */
   uint32_t regs[C_COUNT];
   char labels[1024][48];
   int label_at[1024];
@@ -445,6 +450,8 @@ static bool decode_memory(Kernel *k, Ins *in, char *why, size_t size) {
   if (in->space == SPACE_CLUSTER || (q[Q_SCOPE] && !strcmp(q[Q_SCOPE], "cluster")))
     need_target(k, 90);
   in->vec = q[Q_VEC] ? (uint8_t)(q[Q_VEC][1] - '0') : 1;
+  in->nc = q[Q_NC] != NULL;
+  k->has_nc |= in->nc;
   in->poll = (ld && q[Q_SEM] && word_in(q[Q_SEM], "relaxed acquire volatile")) || in->op == OP_ATOM;
   if (atomic && !check_atomic(in, q[Q_AOP], why, size)) return false;
   return check_memory_operands(in, why, size);
@@ -744,11 +751,12 @@ typedef struct Thread {
   uint8_t *regs; /* its register block: values at Sim.value_at, written flags at set_at */
   Cta *cta;
   int pc, tid;
-  int spin_pc;       /* the poll it last yielded after, or -1 */
-  int arrive_pc;     /* its last barrier.cluster.arrive */
-  uint32_t arrivals; /* barrier.cluster.arrive executed */
-  uint8_t state;     /* T_* */
-  uint8_t arrived;   /* arrived at barrier.cluster, not yet waited */
+  int spin_pc;                    /* the poll it last yielded after, or -1 */
+  uint64_t poll_addr, poll_value; /* what that poll read */
+  int arrive_pc;                  /* its last barrier.cluster.arrive */
+  uint32_t arrivals;              /* barrier.cluster.arrive executed */
+  uint8_t state;                  /* T_* */
+  uint8_t arrived;                /* arrived at barrier.cluster, not yet waited */
 } Thread;
 
 typedef struct Cluster {
@@ -778,10 +786,12 @@ typedef struct Sim {
   Cluster *clusters;
   Thread *threads;
   uint8_t *regs, *smem;
+  uint8_t **written; /* kernels with ld.global.nc: a bit per byte written, per buffer */
   size_t value_at[C_COUNT], set_at[C_COUNT], block; /* a thread's register block */
   int live;                                         /* threads of the group not exited */
-  uint64_t writes;                                  /* stores and atomics so far */
-  uint64_t progress;                                /* threads blocked, released or exited so far */
+  uint64_t changes;               /* stores and atomics that changed memory so far */
+  uint64_t poll_addr, poll_value; /* the last load's or atom's address and value */
+  uint64_t progress;              /* threads blocked, released or exited so far */
   int64_t steps;
   int cur_cta, cur_tid; /* where the failing instruction ran, for messages (-1: none) */
   char *why;
@@ -1153,6 +1163,23 @@ static void count_bytes(Sim *s, int buffer, size_t bytes, int access) {
   }
 }
 
+/* ld.global.nc reads through the non-coherent cache, which may return
+ * stale data for bytes written during the launch: an error. Buffer nargs is
+ * the workspace; its bitmap is made on the first access. */
+static bool track_written(Sim *s, const Ins *in, int buffer, uint64_t offset, size_t bytes,
+                          size_t size, int access) {
+  uint8_t **bits = &s->written[buffer];
+  if (!*bits && !(*bits = calloc(size / 8 + 1, 1))) return fail(s, in->line, "out of memory");
+  for (uint64_t i = offset; i < offset + bytes; i++) {
+    if ((access & ACCESS_WRITE)) (*bits)[i / 8] |= (uint8_t)(1u << (i % 8));
+    if (in->nc && ((*bits)[i / 8] >> (i % 8) & 1))
+      return fail(s, in->line,
+                  "ld.global.nc of memory this launch wrote: the non-coherent cache may return "
+                  "stale data (use ld.global or .cg)");
+  }
+  return true;
+}
+
 static bool inside(uint64_t addr, size_t bytes, const void *buffer, size_t size) {
   uint64_t lo = (uint64_t)(uintptr_t)buffer;
   return buffer && size >= bytes && addr >= lo && addr - lo <= size - bytes;
@@ -1168,10 +1195,17 @@ static void *global_at(Sim *s, const Ins *in, uint64_t addr, size_t bytes, int a
   for (int i = 0; i < s->nargs; i++)
     if (s->args[i].kind == TJ_ARG_PTR && inside(addr, bytes, s->args[i].u.ptr, s->args[i].bytes)) {
       count_bytes(s, i, bytes, access);
+      uint64_t offset = addr - (uint64_t)(uintptr_t)s->args[i].u.ptr;
+      if (s->written && !track_written(s, in, i, offset, bytes, s->args[i].bytes, access))
+        return NULL;
       return (void *)(uintptr_t)addr;
     }
   if (inside(addr, bytes, s->launch->workspace, s->launch->workspace_bytes)) {
     count_bytes(s, -1, bytes, access);
+    uint64_t offset = addr - (uint64_t)(uintptr_t)s->launch->workspace;
+    if (s->written &&
+        !track_written(s, in, s->nargs, offset, bytes, s->launch->workspace_bytes, access))
+      return NULL;
     return (void *)(uintptr_t)addr;
   }
   return fail(s, in->line, "global access of %zu bytes at %#llx is outside every buffer", bytes,
@@ -1239,10 +1273,13 @@ static void load(Sim *s, Thread *t, const Ins *in) {
   }
   int n = in->vec, size = types[in->ty].bits / 8;
   uint8_t *p = address(s, t, in, src, (size_t)(n * size), ACCESS_READ);
+  s->poll_addr = (uint64_t)(uintptr_t)p;
+  s->poll_value = 0;
   for (int i = 0; i < n && p; i++) {
     uint64_t v = 0;
     memcpy(&v, p + i * size, (size_t)size);
     reg_set(s, t, dst->cls, dst->kind == K_VEC ? dst->vidx[i] : dst->idx, v, in->line);
+    s->poll_value = s->poll_value * 0x100000001B3ull ^ v;
   }
 }
 
@@ -1253,8 +1290,10 @@ static void store(Sim *s, Thread *t, const Ins *in) {
   for (int i = 0; i < n; i++)
     v[i] = src->kind == K_VEC ? reg_get(s, t, src->cls, src->vidx[i], in->line) : get(s, t, in, 1);
   uint8_t *p = s->failed ? NULL : address(s, t, in, dst, (size_t)(n * size), ACCESS_WRITE);
-  for (int i = 0; i < n && p; i++) memcpy(p + i * size, &v[i], (size_t)size);
-  s->writes++;
+  for (int i = 0; i < n && p; i++) {
+    s->changes += memcmp(p + i * size, &v[i], (size_t)size) != 0;
+    memcpy(p + i * size, &v[i], (size_t)size);
+  }
 }
 
 /* The new value of an atom/red on old. */
@@ -1290,7 +1329,9 @@ static void atomic(Sim *s, Thread *t, const Ins *in) {
   memcpy(&old, p, size);
   value = atom_value(in, old, b, c);
   memcpy(p, &value, size);
-  s->writes++;
+  s->changes += (value & low_bits(types[in->ty].bits)) != old;
+  s->poll_addr = (uint64_t)(uintptr_t)p;
+  s->poll_value = old;
   if (!red) put(s, t, in, 0, old);
 }
 
@@ -1524,10 +1565,12 @@ static void complete_cta(Sim *s, Cta *c) {
 enum { SLICE_STEPS = 256 };
 static const int64_t max_steps = 400000000;
 
-typedef enum Yield { Y_SLICE, Y_POLL, Y_BLOCK, Y_EXIT } Yield;
+/* Why a time slice ended: used up; after a poll (Y_SPIN: one that read what
+ * the thread's previous poll read, at the same instruction and address);
+ * blocked; exited or failed (with s->failed). */
+typedef enum Yield { Y_SLICE, Y_POLL, Y_SPIN, Y_BLOCK, Y_EXIT } Yield;
 
-/* Runs t for one time slice: until the slice is used up, it polls memory,
- * blocks at a synchronization, exits or fails (Y_EXIT with s->failed). */
+/* Runs t for one time slice. */
 static Yield run_slice(Sim *s, Thread *t) {
   const Kernel *k = s->k;
   for (int n = 0; n < SLICE_STEPS; n++) {
@@ -1567,8 +1610,12 @@ static Yield run_slice(Sim *s, Thread *t) {
     if (s->failed) return Y_EXIT;
     t->pc++;
     if (run && in->poll) {
+      bool again =
+          t->spin_pc == t->pc - 1 && t->poll_addr == s->poll_addr && t->poll_value == s->poll_value;
       t->spin_pc = t->pc - 1;
-      return Y_POLL;
+      t->poll_addr = s->poll_addr;
+      t->poll_value = s->poll_value;
+      return again ? Y_SPIN : Y_POLL;
     }
   }
   return Y_SLICE;
@@ -1667,29 +1714,31 @@ static void report_deadlock(Sim *s) {
 }
 
 /* Runs the group's CTAs to the end: rounds of time slices, then the
- * synchronizations that can complete. A round in which no thread did
- * anything but poll the same location again, nothing was stored and
- * nothing completed is a deadlock. */
+ * synchronizations that can complete. A round in which no store or atom
+ * changed memory, no thread blocked, exited or was released, and every
+ * running thread ended its slice at a poll that read what its previous poll
+ * read (same instruction, address and value) is a deadlock: nothing will
+ * ever change. (Registers are not compared: a spin bounded by a counter and
+ * nothing else would be taken for one.) */
 static void run_group(Sim *s) {
   int n = s->k->threads;
   while (s->live > 0 && !s->failed) {
-    uint64_t writes = s->writes, progress = s->progress;
+    uint64_t changes = s->changes, progress = s->progress;
     bool idle = true;
     for (int i = 0; i < s->group && !s->failed; i++) {
       Cta *c = &s->ctas[i];
       for (int j = 0; j < n && c->live && !s->failed; j++) {
         Thread *t = &c->t[j];
         if (t->state != T_RUN) continue;
-        int polled = t->spin_pc;
         s->cur_cta = c->id;
         s->cur_tid = t->tid;
-        if (run_slice(s, t) != Y_POLL || t->spin_pc != polled) idle = false;
+        if (run_slice(s, t) != Y_SPIN) idle = false;
       }
     }
     s->cur_cta = s->cur_tid = -1;
     for (int i = 0; i < s->group && !s->failed; i++)
       if (s->ctas[i].at_bar || s->ctas[i].at_shfl) complete_cta(s, &s->ctas[i]);
-    if (!s->failed && s->live > 0 && idle && writes == s->writes && progress == s->progress)
+    if (!s->failed && s->live > 0 && idle && changes == s->changes && progress == s->progress)
       report_deadlock(s);
   }
 }
@@ -1731,6 +1780,8 @@ static bool alloc_group(Sim *s) {
   s->threads = calloc(threads, sizeof *s->threads);
   s->regs = malloc(threads * s->block);
   s->smem = malloc((size_t)s->group * smem);
+  if (s->k->has_nc && !(s->written = calloc((size_t)s->nargs + 1, sizeof *s->written)))
+    return false;
   if (!s->ctas || !s->clusters || !s->threads || !s->regs || !s->smem) return false;
   for (int i = 0; i < s->group; i++) {
     s->ctas[i].t = s->threads + (size_t)i * (size_t)n;
@@ -1772,6 +1823,8 @@ static void init_group(Sim *s, int base) {
 }
 
 static void free_group(Sim *s) {
+  for (int i = 0; s->written && i <= s->nargs; i++) free(s->written[i]);
+  free(s->written);
   free(s->ctas);
   free(s->clusters);
   free(s->threads);

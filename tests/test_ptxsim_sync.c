@@ -472,6 +472,47 @@ START_TEST(grid_barrier_skipped_is_a_deadlock) {
 }
 END_TEST
 
+/* The same grid read with other instructions: partials through acquire
+ * loads in a loop (polls of a new address each time, no spin), the spin of
+ * barrier 1 through atom.or 0 (which changes nothing). */
+START_TEST(grid_barrier_other_polls) {
+  static Grid g;
+  grid_init(&g);
+  char *skip = with(grid_barrier, "SKIP", 999), why[1024];
+  char *ptx = replace(skip, "ld.global.cg.f32 %f4", "ld.acquire.gpu.global.f32 %f4");
+  char *ptx2 =
+      replace(ptx, "ld.acquire.gpu.global.u32 %r9, [%rd9]", "atom.global.or.b32 %r9, [%rd9], 0");
+  PtxsimStats st;
+  ck_assert_msg(ptxsim_launch(ptx2, g.args, 4, &g.launch, &st, why, sizeof why), "%s", why);
+  for (int i = 0; i < GRID_N; i++) ck_assert(g.out[i] == g.out[0] && g.out[0] > 0);
+  ck_assert_uint_eq(g.workspace[0], 0);
+  free(ptx2);
+  free(ptx);
+  free(skip);
+  grid_init(&g);
+  skip = with(grid_barrier, "SKIP", 3);
+  ptx = replace(skip, "ld.acquire.gpu.global.u32 %r9, [%rd9]", "atom.global.or.b32 %r9, [%rd9], 0");
+  const char *needles[] = {"deadlock", "7 threads spin", "atom.global.or.b32"};
+  expect_failure(ptx, g.args, 4, &g.launch, needles, 3);
+  free(ptx);
+  free(skip);
+}
+END_TEST
+
+/* Partials read back through ld.global.nc, which may see stale data on a
+ * GPU: the simulator refuses to read what the launch wrote that way. */
+START_TEST(grid_barrier_nc_reads_of_partials) {
+  static Grid g;
+  grid_init(&g);
+  char *skip = with(grid_barrier, "SKIP", 999);
+  char *ptx = replace(skip, "ld.global.cg.f32 %f4", "ld.global.nc.f32 %f4");
+  const char *needles[] = {"ld.global.nc of memory this launch wrote"};
+  expect_failure(ptx, g.args, 4, &g.launch, needles, 1);
+  free(ptx);
+  free(skip);
+}
+END_TEST
+
 /* A cooperative kernel launched without its workspace, and the reverse. */
 START_TEST(workspace_must_match_the_kernel) {
   static Grid g;
@@ -1053,6 +1094,8 @@ static Suite *suite(void) {
   TCase *g = tcase_create("grid");
   tcase_add_test(g, grid_barrier_twice);
   tcase_add_test(g, grid_barrier_skipped_is_a_deadlock);
+  tcase_add_test(g, grid_barrier_nc_reads_of_partials);
+  tcase_add_test(g, grid_barrier_other_polls);
   tcase_add_test(g, workspace_must_match_the_kernel);
   tcase_add_test(g, workspace_bounds);
   suite_add_tcase(s, g);
