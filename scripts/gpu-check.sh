@@ -12,6 +12,14 @@
 #   softmax    tj-softmax -m 4096 -n 1000, and a few other shapes (driver JIT
 #              cache off, so the compile time printed is a cold one)
 #   tsan       (only when named) gpu_concurrency built with ThreadSanitizer
+# and, only when named:
+#   across     gpu_softmax's rows-across-CTAs cases alone (CK_RUN_CASE=across)
+#   synccheck  compute-sanitizer --tool synccheck over each GPU suite
+#   bench      tj-bench: the large, wide and huge sets (f32, bf16, f16) and
+#              latency, CSV under $OUT
+#   explore    tj-bench over the wide and huge sets with strategies forced
+#              (clusters, splits), to compare them with the plan's
+#   compare    bench/compare.py: tilejit, torch and Triton side by side
 # compute-sanitizer does not count CUDA API errors (gpu_errors makes some
 # on purpose, such as loading invalid PTX). Under compute-sanitizer the suites run in one process (CK_FORK=no, since
 # CUDA does not survive Check's fork) and with TJ_GPU_QUICK=1 (subsets of
@@ -80,8 +88,30 @@ for step in "${steps[@]}"; do
       command -v nvidia-smi >/dev/null && nvidia-smi > "$OUT/nvidia-smi.log" 2>&1
       if [ "${TJ_GPU_CHECK_ALL:-0}" = 1 ]; then label=(); else label=(-L gpu); fi
       run "ctest ${label[*]:-all}" ctest.log ctest --test-dir "$build" ${label[@]+"${label[@]}"} -V -j 1 ;;
-    memcheck | racecheck)
+    memcheck | racecheck | synccheck)
       sanitize "$step" ;;
+    across)
+      run "gpu_softmax across CTAs" across.log env CK_RUN_CASE=across "$build/tests/gpu_softmax" ;;
+    bench)
+      run "tj-bench latency" bench-latency.log "$build/tools/tj-bench" --latency --csv "$OUT/latency.csv"
+      for set in wide huge; do
+        run "tj-bench $set" "bench-$set.log" "$build/tools/tj-bench" --bandwidth --set "$set" \
+          --dtype all --reps "${REPS:-20}" --csv "$OUT/bench-$set.csv"
+      done
+      run "tj-bench large f32" bench-large.log "$build/tools/tj-bench" --bandwidth --set large \
+        --reps "${REPS:-20}" --csv "$OUT/bench-large.csv" ;;
+    explore)
+      for opt in "--cluster 4" "--cluster 8" "--cluster 16" "--split 16" "--split 32"; do
+        run "tj-bench wide $opt" "explore-wide${opt// /}.log" "$build/tools/tj-bench" --bandwidth \
+          --set wide --dtype "${DTYPE:-f32}" --reps 10 $opt
+      done
+      for opt in "--split 32" "--split 64" "--split 128" "--split 132"; do
+        run "tj-bench huge $opt" "explore-huge${opt// /}.log" "$build/tools/tj-bench" --bandwidth \
+          --set huge --dtype "${DTYPE:-f32}" --reps 10 $opt
+      done ;;
+    compare)
+      run "compare.py" compare.log env OUT="$OUT" bash bench/run_compare.sh "$build" \
+        --sets "${SETS:-large,wide,huge}" ${COMPARE_ARGS:-} ;;
     softmax)
       # The driver's JIT cache off, so "compile" is a cold compile.
       run "tj-softmax -m 4096 -n 1000" tj-softmax.log env CUDA_CACHE_DISABLE=1 \

@@ -183,10 +183,13 @@ static const BadCall bad_calls[] = {
     {TJ_DTYPE_F32, 4, 100, 0, 100, 4, 100, {0}, "overlap"},
     {TJ_DTYPE_F32, 4, 100, 0, 100, 5001, 100, {0}, "aligned to its element size"},
     {TJ_DTYPE_F16, 4, 100, 1, 100, 5000, 100, {0}, "aligned to its element size"},
-    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {3, 0, 0}, "num_warps"},
-    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {64, 0, 0}, "num_warps"},
-    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {0, (tj_backend)5, 0}, "unknown backend"},
-    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {0, 0, (tj_softmax_template)9}, "unknown template"},
+    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {.num_warps = 3}, "num_warps"},
+    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {.num_warps = 64}, "num_warps"},
+    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {.backend = (tj_backend)5}, "unknown backend"},
+    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {.which_template = (tj_softmax_template)9},
+     "unknown template"},
+    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {.cluster = 17}, "cluster"},
+    {TJ_DTYPE_F32, 4, 100, 0, 100, 5000, 100, {.split = -1}, "split"},
     {TJ_DTYPE_F32, (int64_t)1 << 31, 1, 0, 1, 5000, 1, {0}, "m over 2^31-1"},
     {TJ_DTYPE_F32, 1, (int64_t)1 << 31, 0, 0, 5000, 0, {0}, "n over 2^31-1"},
     {TJ_DTYPE_F32, 2, 100, 0, INT64_MAX / 2, 5000, 100, {0}, "over 2^63 bytes"},
@@ -212,17 +215,18 @@ START_TEST(bad_softmax_arguments_launch_nothing) {
   /* Empty matrices succeed without a launch, NULL pointers and all. */
   ck_assert_int_eq(tj_softmax(ctx, TJ_DTYPE_F32, 0, 100, 0, 100, 0, 100, NULL, NULL), TJ_OK);
   ck_assert_int_eq(tj_softmax(ctx, TJ_DTYPE_F32, 100, 0, 0, 0, 0, 0, NULL, NULL), TJ_OK);
-  /* A template that cannot take n fails before any launch, with why (real
-   * buffers all the same, in case it launched). */
-  const int64_t wide = (int64_t)1 << 25;
+  /* A template that cannot take n (a single tile over 2^30 elements) fails
+   * before any launch, with why (real buffers all the same, in case it
+   * launched: 2^25 elements, far short of the row). */
+  const int64_t wide = ((int64_t)1 << 30) + 1;
   uint64_t big = 0;
-  ck_assert_int_eq(tj_device_alloc(ctx, (size_t)wide * 8, &big), TJ_OK);
-  tj_softmax_options single = {0, TJ_BACKEND_PTX, TJ_SOFTMAX_SINGLE};
-  tj_status st = tj_softmax(ctx, TJ_DTYPE_F32, 1, wide, big, wide, big + (uint64_t)wide * 4, wide,
-                            NULL, &single);
-  ck_assert_int_ne(st, TJ_OK);
+  ck_assert_int_eq(tj_device_alloc(ctx, ((size_t)1 << 25) * 8, &big), TJ_OK);
+  tj_softmax_options single = {.which_template = TJ_SOFTMAX_SINGLE};
+  tj_status st = tj_softmax(ctx, TJ_DTYPE_F32, 1, wide, big, wide, big, wide, NULL, &single);
+  ck_assert_int_eq(st, TJ_ERR_UNSUPPORTED);
+  assert_message(ctx, "no plan");
   ck_assert_str_ne(tj_context_error(ctx), "");
-  fprintf(stderr, "single tile for n = 2^25: %s\n", tj_context_error(ctx));
+  fprintf(stderr, "single tile for n = 2^30 + 1: %s\n", tj_context_error(ctx));
   tj_device_free(ctx, big);
   ck_assert_int_eq(tj_context_synchronize(ctx), TJ_OK);
   TjMatrix after;

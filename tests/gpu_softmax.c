@@ -473,11 +473,14 @@ int main(void) {
   tcase_add_test(t, forced_warps_and_templates);
   tcase_add_test(t, nvrtc_backend);
   tcase_add_test(t, offsets_past_2_31_elements);
-  tcase_add_test(t, wide_rows);
-  tcase_add_test(t, huge_rows);
-  tcase_add_test(t, forced_strategies);
-  tcase_add_test(t, extreme_rows_across_ctas);
   tcase_add_test(t, second_call_only_launches);
   suite_add_tcase(s, t);
+  TCase *a = tcase_create("across"); /* CK_RUN_CASE=across runs these alone */
+  tcase_set_timeout(a, 1200);
+  tcase_add_test(a, wide_rows);
+  tcase_add_test(a, huge_rows);
+  tcase_add_test(a, forced_strategies);
+  tcase_add_test(a, extreme_rows_across_ctas);
+  suite_add_tcase(s, a);
   return gpu_main(s);
 }

@@ -166,6 +166,7 @@ static tj_spec *softmax_spec(tj_softmax_template which, int64_t block, int warps
   ck_assert_int_eq(softmax_spec_options(which, dtype, 65536, block, 0, 0, &o), TJ_OK);
   o.block = block;
   o.num_warps = warps;
+  o.cluster = o.split = 1; /* NVRTC runs an instance on one CTA */
   tj_spec *s = specialize_ok(p, &o);
   tj_program_destroy(p);
   return s;
@@ -580,6 +581,7 @@ static void softmax_on_simulator(tj_softmax_template which, int64_t n, int warps
   ck_assert_int_eq(tj_softmax_program(which, n, &p), TJ_OK);
   ck_assert_int_eq(softmax_spec_options(which, dtype, 65536, n, 0, 0, &o), TJ_OK);
   o.num_warps = warps;
+  o.cluster = o.split = 1;
   tj_spec *s = specialize_ok(p, &o);
   tj_program_destroy(p);
   int64_t rows = 9, stride = n + 5;
@@ -766,6 +768,23 @@ START_TEST(argument_errors) {
   ck_assert_int_eq(info.arch, 90);
   tj_free(text);
   tj_spec_destroy(s);
+
+  /* A row spread over CTAs is the PTX backend's alone. */
+  tj_program *wide_p;
+  tj_spec *wide_s;
+  tj_spec_options wide_o = {.n = 70000, .dtype = TJ_DTYPE_F32, .num_warps = 32, .cluster = 2};
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, 70000, &wide_p), TJ_OK);
+  for (int split = 1; split <= 2; split++) {
+    wide_o.cluster = 3 - split;
+    wide_o.split = split;
+    ck_assert_int_eq(tj_specialize(wide_p, &wide_o, &wide_s), TJ_OK);
+    ck_assert_int_eq(tj_emit_cuda(wide_s, NULL, &text, NULL), TJ_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(text);
+    ck_assert_msg(strstr(tj_spec_error(wide_s), "need the PTX backend"), "%s",
+                  tj_spec_error(wide_s));
+    tj_spec_destroy(wide_s);
+  }
+  tj_program_destroy(wide_p);
 
   /* 2^20 elements on one warp would need 32768 slots per thread. */
   s = softmax_spec(TJ_SOFTMAX_SINGLE, (int64_t)1 << 20, 1, TJ_DTYPE_F32);

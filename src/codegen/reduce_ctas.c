@@ -28,8 +28,10 @@
  * bar.sync after it make every partial visible to the CTA, whose threads
  * then read them with ld.global.cg (from L2, never a stale L1 line). Then
  * the S partials are combined like one value per thread: with S <= 32 each
- * warp reads all of them and a butterfly combines them; with more, thread t
- * reads partial t and a second round through the warps follows. The CTAs
+ * group of L lanes (L the power of two at or above S) reads all of them, a
+ * butterfly over L combines them, and every lane has the result; with
+ * more, thread t reads partial t and a second round through the warps
+ * follows. The CTAs
  * of a group must all be resident at once: their kernels are launched
  * cooperatively (tj_launch_shape.cooperative).
  *
@@ -94,6 +96,14 @@ CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r) {
 
 /* ---- grid ------------------------------------------------------------------- */
 
+/* Lanes that combine the partials with S <= 32: the power of two at or
+ * above S; each group of that many lanes of a warp reads all S. */
+static int grid_lanes(const CgCtx *c) {
+  int lanes = 1;
+  while (lanes < c->geo.split && lanes < 32) lanes *= 2;
+  return lanes;
+}
+
 static CgOperand wide_offset(CgCtx *c, CgOperand base, CgOperand index, int scale) {
   CgOperand bytes = cg_reg(&c->em, CG_B64), d = cg_reg(&c->em, CG_B64);
   cg_line(&c->em, "mul.wide.u32 %s, %s, %d;", CG_N(bytes), CG_N(index), scale);
@@ -143,9 +153,9 @@ static GridAddresses grid_addresses(CgCtx *c) {
   cg_line(e, "setp.eq.and.u32 %s, %s, 0, %s;", CG_N(master), CG_N(crank), CG_N(master));
   cg_line(e, "selp.b32 %s, %u, 1, %s;", CG_N(a.inc), 0x80000000u - (unsigned)(participants - 1),
           CG_N(master));
-  if (g->split <= 32) {
+  if (g->split <= 32) { /* every group of `lanes` lanes reads them all */
     index = cg_reg(e, CG_B32);
-    cg_line(e, "and.b32 %s, %s, 31;", CG_N(index), CG_N(g->tid));
+    cg_line(e, "and.b32 %s, %s, %d;", CG_N(index), CG_N(g->tid), grid_lanes(c) - 1);
   }
   cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->split);
   a.read = wide_offset(c, partials, index, 16);
@@ -189,9 +199,7 @@ CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
     cg_line(&c->em, "@%s ld.global.cg.%s %s, %s;", CG_N(a.reader), type_of(r.elem), CG_N(y.x),
             cg_address(a.read, at).s);
   }
-  int lanes = 1;
-  while (lanes < c->geo.split && lanes < 32) lanes *= 2;
-  y = cg_red_butterfly(c, y, lanes);
+  y = cg_red_butterfly(c, y, grid_lanes(c));
   if (c->geo.split > 32) y = cg_red_warps_round(c, inst, y);
   return y;
 }

@@ -203,7 +203,10 @@ tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint
   key.backend = o->backend;
   if (key.align < elem) return invalid(ctx, "x or y is not aligned to its element size");
   if ((st = tj_softmax_plan_for(&ctx->info, dtype, m, n, o, &key.plan)) != TJ_OK)
-    return rt_fail(ctx, st, "tj_softmax: no plan for %lld x %lld", (long long)m, (long long)n);
+    return rt_fail(ctx, st, "tj_softmax: no plan for %lld x %lld%s", (long long)m, (long long)n,
+                   st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
+                                              "online template, or AUTO, takes any n)"
+                                            : "");
   RtEntry *e = fast_find(ctx, &key);
   if (e) {
     rt_cache_count_hit(ctx->cache);

@@ -1,0 +1,339 @@
+/*
+ * test_ptx_sim_across.c — rows across CTAs on the PTX simulator, against
+ * the interpreter: the cluster level (distributed shared memory, cluster
+ * barriers), the grid level (a workspace, counter barriers, every CTA of
+ * the grid running at once) and streamed tiles (pieces, phases), alone and
+ * combined, for softmax and for a user's own programs. This is how CI,
+ * which has no GPU, checks the new reduction levels on every change.
+ *
+ * Softmax: clusters of 2, 3, 4 and 16 CTAs, splits of 2, 3, 5 and 8, a
+ * cluster and a split together, each with and without streaming, aligned
+ * and not, in every dtype, on rows of random values, of -inf, with a NaN,
+ * with a +inf, with -inf mixed in, and with everything -inf but a window
+ * (so that most CTAs see only -inf). Fewer CTAs run than there are rows, so
+ * the instance loop runs too; the workspace is used twice in a row, as
+ * launches on one stream share it. The simulator's byte counts show that x
+ * is read once where the tile fits the registers and twice where it is
+ * streamed, and y written once.
+ *
+ * A user's programs in the text form, split across CTAs: a row sum, a
+ * logsumexp (a max and a sum of exp) and an i32 max, over rows wider than
+ * one CTA holds.
+ */
+#include "codegen/codegen.h"
+#include "support.h"
+#include "support_ptxsim.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- running a spec on the simulator -------------------------------------------- */
+
+typedef struct Run {
+  PtxsimStats stats;
+  tj_kernel_info info;
+  int ctas;
+} Run;
+
+/* The PTX of s, run for `programs` instances on `units` clusters (or groups
+ * of SPLIT) of CTAs, with a workspace that stays across calls (ws). */
+static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_t programs,
+                     int units, void **ws, size_t *ws_bytes, Run *run, char *why, size_t size) {
+  tj_codegen_options o = {arch, 0, 0};
+  char *ptx = NULL;
+  memset(run, 0, sizeof *run);
+  if (tj_emit_ptx(s, &o, &ptx, &run->info) != TJ_OK) {
+    snprintf(why, size, "emit: %s", tj_spec_error(s));
+    return false;
+  }
+  const tj_launch_shape *shape = &run->info.shape;
+  run->ctas = units * shape->ctas_per_program;
+  size_t need = (size_t)units * (size_t)shape->workspace_bytes;
+  if (need > *ws_bytes) {
+    free(*ws);
+    *ws = calloc(1, need);
+    *ws_bytes = *ws ? need : 0;
+  }
+  PtxsimLaunch launch = {programs, run->ctas, shape->workspace_bytes ? *ws : NULL,
+                         shape->workspace_bytes ? *ws_bytes : 0};
+  bool ok = ptxsim_launch(ptx, args, nargs, &launch, &run->stats, why, size);
+  tj_free(ptx);
+  return ok;
+}
+
+/* ---- softmax ---------------------------------------------------------------------- */
+
+typedef struct Case {
+  tj_dtype dtype;
+  int64_t n;
+  int warps, cluster, split, align;
+  bool streamed; /* expected */
+} Case;
+
+enum { KIND_RANDOM, KIND_ALL_NEG_INF, KIND_NAN, KIND_POS_INF, KIND_MIXED, KIND_WINDOW, KINDS };
+
+static void fill(TjMatrix *x, TjRng *rng) {
+  matrix_fill_random(x, rng, 3.0, 100.0);
+  for (int64_t r = 0; r < x->rows; r++) {
+    int kind = (int)(r % KINDS);
+    int64_t at = rng_range(rng, 0, x->cols - 1);
+    for (int64_t c = 0; c < x->cols; c++) {
+      if (kind == KIND_ALL_NEG_INF) matrix_set(x, r, c, -INFINITY);
+      if (kind == KIND_MIXED && c % 3 == 0 && c != at) matrix_set(x, r, c, -INFINITY);
+      if (kind == KIND_WINDOW && (c < at || c >= at + 5)) matrix_set(x, r, c, -INFINITY);
+    }
+    if (kind == KIND_NAN) matrix_set(x, r, at, NAN);
+    if (kind == KIND_POS_INF) matrix_set(x, r, at, INFINITY);
+  }
+}
+
+static const char *label(const Case *k, char *out, size_t size) {
+  snprintf(out, size, "%s n=%lld warps=%d cluster=%d split=%d align=%d", dtype_label(k->dtype),
+           (long long)k->n, k->warps, k->cluster, k->split, k->align);
+  return out;
+}
+
+static void run_softmax(const Case *k, int arch) {
+  tj_program *p;
+  tj_spec *s;
+  tj_spec_options o = {.n = k->n,
+                       .num_warps = k->warps,
+                       .dtype = k->dtype,
+                       .align = k->align,
+                       .cluster = k->cluster,
+                       .split = k->split};
+  char name[160], why[2048];
+  label(k, name, sizeof name);
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, &p), TJ_OK);
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s: %s", name, tj_program_error(p));
+  int64_t per = k->align ? k->align / (int64_t)dtype_bytes(k->dtype) : 0;
+  int64_t rows = KINDS + 1, stride = per > 1 ? (k->n + per) / per * per : k->n + 3;
+  TjMatrix x, y, want;
+  TjRng rng;
+  rng_seed(&rng, test_seed((uint64_t)k->n, (uint64_t)k->cluster * 64 + (uint64_t)k->split,
+                           (uint64_t)k->dtype));
+  ck_assert(matrix_alloc(&x, k->dtype, rows, k->n, stride, 8));
+  ck_assert(matrix_alloc(&y, k->dtype, rows, k->n, stride, 8));
+  ck_assert(matrix_alloc(&want, k->dtype, rows, k->n, stride, 8));
+  fill(&x, &rng);
+  tj_arg args[5] = {{TJ_ARG_PTR, {.ptr = want.data}, want.bytes},
+                    {TJ_ARG_PTR, {.ptr = x.data}, x.bytes},
+                    {TJ_ARG_INT, {.i = stride}, 0},
+                    {TJ_ARG_INT, {.i = stride}, 0},
+                    {TJ_ARG_INT, {.i = k->n}, 0}};
+  ck_assert_msg(tj_interpret(s, args, 5, rows) == TJ_OK, "%s", tj_spec_error(s));
+  args[0].u.ptr = y.data;
+  args[0].bytes = y.bytes;
+  void *ws = NULL;
+  size_t ws_bytes = 0;
+  Run run;
+  for (int launch = 0; launch < 2; launch++) { /* the workspace, used twice */
+    matrix_poison(&y);
+    ck_assert_msg(simulate(s, arch, args, 5, rows, 2, &ws, &ws_bytes, &run, why, sizeof why),
+                  "%s, launch %d: %s", name, launch, why);
+  }
+  TjTolerance t = dtype_tolerance(k->dtype);
+  t.rtol *= 4;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < k->n; c++) {
+      double got = matrix_get(&y, r, c), ref = matrix_get(&want, r, c);
+      ck_assert_msg(close_enough(got, ref, t), "%s: row %lld (kind %d) col %lld: %g, want %g",
+                    name, (long long)r, (int)(r % KINDS), (long long)c, got, ref);
+    }
+  /* Each element is written once and read once per pass, but for the one
+   * partial vector a row's last thread may move a second time, element by
+   * element (memory.c): at most its slots more per row and pass. */
+  uint64_t elem = dtype_bytes(k->dtype), row_bytes = (uint64_t)rows * (uint64_t)k->n * elem;
+  uint64_t slack = (uint64_t)rows * CG_MAX_SLOTS * elem, passes = k->streamed ? 2 : 1;
+  uint64_t wrote = run.stats.bytes_written[0], read = run.stats.bytes_read[1];
+  ck_assert_msg(wrote >= row_bytes && wrote <= row_bytes + slack,
+                "%s: %llu bytes of y written for %llu", name, (unsigned long long)wrote,
+                (unsigned long long)row_bytes);
+  ck_assert_msg(read >= passes * row_bytes && read <= passes * (row_bytes + slack),
+                "%s: x read %llu bytes for %llu: %s expected", name, (unsigned long long)read,
+                (unsigned long long)row_bytes, k->streamed ? "twice (streamed)" : "once");
+  ck_assert_int_eq(run.info.shape.ctas_per_program, k->cluster * k->split);
+  free(ws);
+  matrix_free(&x);
+  matrix_free(&y);
+  matrix_free(&want);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
+
+/* One warp a CTA keeps the simulation small: a thread holds up to 128
+ * elements, so a span of S CTAs holds 32 * 128 * S before streaming. */
+static const Case clusters[] = {
+    {TJ_DTYPE_F32, 1000, 1, 2, 1, 16, false},  {TJ_DTYPE_F32, 4097, 1, 2, 1, 16, false},
+    {TJ_DTYPE_BF16, 3000, 1, 3, 1, 16, false}, {TJ_DTYPE_F16, 8192, 1, 4, 1, 0, false},
+    {TJ_DTYPE_F32, 9000, 1, 16, 1, 16, false}, {TJ_DTYPE_F32, 20000, 1, 4, 1, 16, true},
+    {TJ_DTYPE_F32, 1, 1, 2, 1, 16, false},     {TJ_DTYPE_F16, 33, 2, 5, 1, 2, false},
+    {TJ_DTYPE_BF16, 40000, 1, 3, 1, 16, true}, {TJ_DTYPE_F32, 65536, 2, 8, 1, 16, false},
+};
+
+static const Case splits[] = {
+    {TJ_DTYPE_F32, 1000, 1, 1, 2, 16, false},  {TJ_DTYPE_F32, 4097, 1, 1, 3, 0, false},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 5, 16, false}, {TJ_DTYPE_F16, 16384, 1, 1, 8, 16, false},
+    {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true},  {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true},
+    {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false}, {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true},
+    {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false},     {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false},
+};
+
+START_TEST(softmax_over_clusters) {
+  Case k = clusters[_i];
+  run_softmax(&k, 90);
+}
+END_TEST
+
+START_TEST(softmax_over_the_grid) {
+  Case k = splits[_i];
+  run_softmax(&k, k.cluster > 1 ? 90 : (_i % 2 ? 80 : 75));
+}
+END_TEST
+
+/* ---- a user's own programs -------------------------------------------------------- */
+
+/* out[row] = reduce over the row of x; written by a tile of length 1. */
+static const char row_sum[] = "kernel rowsum\n"
+                              "%0 : ptr<f32> = param out\n"
+                              "%1 : ptr<f32> = param x\n"
+                              "%2 : i32 = param n\n"
+                              "%3 : i32 = program_id\n"
+                              "%4 : i32 = mul %3, %2\n"
+                              "%5 : ptr<f32> = ptr_add %1, %4\n"
+                              "%6 : tile<i32,BLOCK> = arange\n"
+                              "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+                              "%8 : tile<f32,BLOCK> = load %5, %6, %7\n"
+                              "%9 : f32 = reduce_sum %8\n"
+                              "%10 : tile<i32,ONE> = arange\n"
+                              "%11 : tile<i32,ONE> = add %10, %3\n"
+                              "%12 : tile<f32,ONE> = const 0\n"
+                              "%13 : tile<f32,ONE> = add %12, %9\n"
+                              "store %0, %11, %13\n";
+
+/* out[row] = log(sum(exp(x - max))) + max. */
+static const char logsumexp[] = "kernel logsumexp\n"
+                                "%0 : ptr<f32> = param out\n"
+                                "%1 : ptr<f32> = param x\n"
+                                "%2 : i32 = param n\n"
+                                "%3 : i32 = program_id\n"
+                                "%4 : i32 = mul %3, %2\n"
+                                "%5 : ptr<f32> = ptr_add %1, %4\n"
+                                "%6 : tile<i32,BLOCK> = arange\n"
+                                "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+                                "%8 : f32 = const -inf\n"
+                                "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"
+                                "%10 : f32 = reduce_max %9\n"
+                                "%11 : tile<f32,BLOCK> = sub %9, %10\n"
+                                "%12 : tile<f32,BLOCK> = exp %11\n"
+                                "%13 : f32 = reduce_sum %12\n"
+                                "%14 : f32 = log %13\n"
+                                "%15 : f32 = add %14, %10\n"
+                                "%16 : tile<i32,ONE> = arange\n"
+                                "%17 : tile<i32,ONE> = add %16, %3\n"
+                                "%18 : tile<f32,ONE> = const 0\n"
+                                "%19 : tile<f32,ONE> = add %18, %15\n"
+                                "store %0, %17, %19\n";
+
+/* out[row] = max over the row of an i32 tile (keys through every level). */
+static const char row_max_i32[] = "kernel rowmax\n"
+                                  "%0 : ptr<i32> = param out\n"
+                                  "%1 : ptr<i32> = param x\n"
+                                  "%2 : i32 = param n\n"
+                                  "%3 : i32 = program_id\n"
+                                  "%4 : i32 = mul %3, %2\n"
+                                  "%5 : ptr<i32> = ptr_add %1, %4\n"
+                                  "%6 : tile<i32,BLOCK> = arange\n"
+                                  "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+                                  "%8 : i32 = const -2147483648\n"
+                                  "%9 : tile<i32,BLOCK> = load %5, %6, %7, %8\n"
+                                  "%10 : i32 = reduce_max %9\n"
+                                  "%11 : tile<i32,ONE> = arange\n"
+                                  "%12 : tile<i32,ONE> = add %11, %3\n"
+                                  "%13 : tile<i32,ONE> = const 0\n"
+                                  "%14 : tile<i32,ONE> = add %13, %10\n"
+                                  "store %0, %12, %14\n";
+
+static void run_program(const char *text, bool ints, int64_t n, int cluster, int split,
+                        int warps, int arch) {
+  tj_program *p;
+  tj_spec *s;
+  char full[4096], why[2048];
+  /* ONE, the length of the output tile, is declared after the kernel line. */
+  const char *nl = strchr(text, '\n');
+  snprintf(full, sizeof full, "%.*s\nconst ONE = 1\n%s", (int)(nl - text), text, nl + 1);
+  ck_assert_msg(tj_program_parse(full, strlen(full), &p) == TJ_OK, "%s", tj_program_error(p));
+  tj_spec_options o = {.n = n, .num_warps = warps, .dtype = TJ_DTYPE_F32, .align = 16,
+                       .cluster = cluster, .split = split};
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  enum { ROWS = 3 };
+  int64_t total = ROWS * n;
+  float *x = malloc(sizeof *x * (size_t)total);
+  float out[ROWS], want[ROWS];
+  TjRng rng;
+  rng_seed(&rng, test_seed((uint64_t)n, (uint64_t)cluster, (uint64_t)split));
+  for (int64_t i = 0; i < total; i++) {
+    if (ints) {
+      int32_t v = (int32_t)rng_range(&rng, -1000000, 1000000);
+      memcpy(&x[i], &v, sizeof v);
+    } else {
+      x[i] = (float)(3.0 * rng_normal(&rng) + (i / n == 1 ? 50.0 : 0.0));
+    }
+  }
+  tj_arg args[3] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
+                    {TJ_ARG_PTR, {.ptr = x}, sizeof *x * (size_t)total},
+                    {TJ_ARG_INT, {.i = n}, 0}};
+  ck_assert_msg(tj_interpret(s, args, 3, ROWS) == TJ_OK, "%s", tj_spec_error(s));
+  args[0].u.ptr = out;
+  void *ws = NULL;
+  size_t ws_bytes = 0;
+  Run run;
+  ck_assert_msg(simulate(s, arch, args, 3, ROWS, 2, &ws, &ws_bytes, &run, why, sizeof why),
+                "%s n=%lld cluster %d split %d: %s", p->name, (long long)n, cluster, split, why);
+  for (int r = 0; r < ROWS; r++) {
+    if (ints) {
+      int32_t a, b;
+      memcpy(&a, &out[r], 4);
+      memcpy(&b, &want[r], 4);
+      ck_assert_msg(a == b, "%s row %d: %d, want %d", p->name, r, a, b);
+    } else {
+      double tol = 1e-5 * (1.0 + fabs(want[r])) + 1e-6 * (double)n;
+      ck_assert_msg(fabs((double)out[r] - (double)want[r]) <= tol,
+                    "%s n=%lld cluster %d split %d row %d: %.9g, want %.9g", p->name,
+                    (long long)n, cluster, split, r, out[r], want[r]);
+    }
+  }
+  free(ws);
+  free(x);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
+
+START_TEST(user_programs_split_across_ctas) {
+  run_program(row_sum, false, 5000, 1, 4, 1, 80);
+  run_program(row_sum, false, 30000, 1, 3, 1, 90); /* streamed */
+  run_program(row_sum, false, 9000, 2, 1, 1, 90);
+  run_program(logsumexp, false, 6000, 1, 5, 1, 75);
+  run_program(logsumexp, false, 40000, 1, 2, 1, 90); /* streamed, a fused pair */
+  run_program(logsumexp, false, 12000, 4, 1, 1, 90);
+  run_program(logsumexp, false, 50000, 2, 2, 2, 90);
+  run_program(row_max_i32, true, 7000, 1, 3, 1, 80);
+  run_program(row_max_i32, true, 20000, 3, 1, 1, 90);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("ptx_sim_across");
+  TCase *t = tcase_create("across");
+  tcase_set_timeout(t, 600);
+  tcase_add_loop_test(t, softmax_over_clusters, 0, (int)(sizeof clusters / sizeof clusters[0]));
+  tcase_add_loop_test(t, softmax_over_the_grid, 0, (int)(sizeof splits / sizeof splits[0]));
+  tcase_add_test(t, user_programs_split_across_ctas);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) { return test_run_suite(suite()); }
