@@ -91,7 +91,8 @@ for step in "${steps[@]}"; do
     memcheck | racecheck | synccheck)
       sanitize "$step" ;;
     across)
-      run "gpu_softmax across CTAs" across.log env CK_RUN_CASE=across "$build/tests/gpu_softmax" ;;
+      run "gpu_softmax across CTAs" across.log env CK_RUN_CASE=across TJ_GPU_PROGRESS=1 \
+        "$build/tests/gpu_softmax" ;;
     bench)
       run "tj-bench latency" bench-latency.log "$build/tools/tj-bench" --latency --csv "$OUT/latency.csv"
       for set in wide huge; do

@@ -65,10 +65,13 @@ tj_context *gpu_context(const tj_context_options *options) {
 
 void gpu_case_label(const GpuCase *c, char *out, size_t size) {
   static const char *const templates[] = {"auto", "single", "online"};
-  snprintf(out, size, "%s M=%lld N=%lld strides %lld/%lld offset %lld%s warps %d %s %s seed %llu",
+  snprintf(out, size,
+           "%s M=%lld N=%lld strides %lld/%lld offset %lld%s warps %d cluster %d split %d %s %s "
+           "seed %llu",
            dtype_label(c->dtype), (long long)c->m, (long long)c->n, (long long)c->x_stride,
            (long long)c->y_stride, (long long)c->offset, c->in_place ? " in-place" : "",
-           c->opts.num_warps, c->opts.backend == TJ_BACKEND_NVRTC ? "nvrtc" : "ptx",
+           c->opts.num_warps, c->opts.cluster, c->opts.split,
+           c->opts.backend == TJ_BACKEND_NVRTC ? "nvrtc" : "ptx",
            templates[c->opts.which_template % 3], (unsigned long long)c->seed);
 }
 
@@ -115,6 +118,11 @@ static void launch(tj_context *ctx, Placed *p, uint64_t dev, void *stream, bool 
                    GpuTally *t) {
   GpuCase *c = &p->c;
   uint64_t x = dev + p->x_at, y = c->in_place ? x : dev + p->y_at;
+  if (getenv("TJ_GPU_PROGRESS")) { /* which case a hang or a crash was in */
+    char now[256];
+    gpu_case_label(c, now, sizeof now);
+    fprintf(stderr, "  launch %s\n", now);
+  }
   tj_status st =
       tj_softmax(ctx, c->dtype, c->m, c->n, y, c->y_stride, x, c->x_stride, stream, &c->opts);
   p->skipped = (st == TJ_ERR_NO_NVRTC && c->opts.backend == TJ_BACKEND_NVRTC) ||
