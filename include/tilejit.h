@@ -327,9 +327,15 @@ typedef struct tj_launch_shape {
   int cooperative;      /* 1 = the CTAs of an instance wait for each other through global
                            memory (SPLIT > 1): all must be resident, launched cooperatively */
   int workspace_bytes;  /* SPLIT > 1: the hidden .u64 tj_workspace parameter (before the
-                           instance count) points to this many bytes per group of
-                           ctas_per_program CTAs, zeroed before its first use; 0: none */
+                           instance count) points to TJ_WORKSPACE_COUNTERS bytes of barrier
+                           counters, zeroed before their first use (128 bytes per group of
+                           ctas_per_program CTAs), then this many bytes per group; 0: none */
 } tj_launch_shape;
+
+/* The counters at the start of a workspace: room for 8192 groups. Every
+ * kernel leaves them as it found them, whatever its SPLIT, so launches
+ * that follow each other on a stream may share one workspace. */
+#define TJ_WORKSPACE_COUNTERS (1 << 20)
 
 typedef struct tj_kernel_info {
   char entry[64];        /* the .entry name */

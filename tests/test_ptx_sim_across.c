@@ -51,8 +51,8 @@ static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
   }
   const tj_launch_shape *shape = &run->info.shape;
   run->ctas = units * shape->ctas_per_program;
-  size_t need = (size_t)units * (size_t)shape->workspace_bytes;
-  if (need > *ws_bytes) {
+  size_t need = TJ_WORKSPACE_COUNTERS + (size_t)units * (size_t)shape->workspace_bytes;
+  if (shape->workspace_bytes && need > *ws_bytes) { /* a new one: its counters cleared */
     free(*ws);
     *ws = calloc(1, need);
     *ws_bytes = *ws ? need : 0;
@@ -96,7 +96,7 @@ static const char *label(const Case *k, char *out, size_t size) {
   return out;
 }
 
-static void run_softmax(const Case *k, int arch) {
+static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes) {
   tj_program *p;
   tj_spec *s;
   tj_spec_options o = {.n = k->n,
@@ -127,12 +127,10 @@ static void run_softmax(const Case *k, int arch) {
   ck_assert_msg(tj_interpret(s, args, 5, rows) == TJ_OK, "%s", tj_spec_error(s));
   args[0].u.ptr = y.data;
   args[0].bytes = y.bytes;
-  void *ws = NULL;
-  size_t ws_bytes = 0;
   Run run;
   for (int launch = 0; launch < 2; launch++) { /* the workspace, used twice */
     matrix_poison(&y);
-    ck_assert_msg(simulate(s, arch, args, 5, rows, 2, &ws, &ws_bytes, &run, why, sizeof why),
+    ck_assert_msg(simulate(s, arch, args, 5, rows, 2, ws, ws_bytes, &run, why, sizeof why),
                   "%s, launch %d: %s", name, launch, why);
   }
   TjTolerance t = dtype_tolerance(k->dtype);
@@ -156,12 +154,18 @@ static void run_softmax(const Case *k, int arch) {
                 "%s: x read %llu bytes for %llu: %s expected", name, (unsigned long long)read,
                 (unsigned long long)row_bytes, k->streamed ? "twice (streamed)" : "once");
   ck_assert_int_eq(run.info.shape.ctas_per_program, k->cluster * k->split);
-  free(ws);
   matrix_free(&x);
   matrix_free(&y);
   matrix_free(&want);
   tj_spec_destroy(s);
   tj_program_destroy(p);
+}
+
+static void run_softmax(const Case *k, int arch) {
+  void *ws = NULL;
+  size_t ws_bytes = 0;
+  run_softmax_on(k, arch, &ws, &ws_bytes);
+  free(ws);
 }
 
 /* One warp a CTA keeps the simulation small: a thread holds up to 128
@@ -191,6 +195,23 @@ END_TEST
 START_TEST(softmax_over_the_grid) {
   Case k = splits[_i];
   run_softmax(&k, k.cluster > 1 ? 90 : (_i % 2 ? 80 : 75));
+}
+END_TEST
+
+/* Kernels of different SPLIT after each other on one workspace, as on one
+ * stream: each leaves the counters as it found them, and partials never
+ * land on a counter (the first layout kept a group's counter after the
+ * partials of the one before, where a wider split's partials fell, and the
+ * GPU hung). */
+START_TEST(splits_share_one_workspace) {
+  static const int splits_in_turn[] = {8, 2, 3, 16, 5, 2, 8};
+  size_t ws_bytes = 2 * TJ_WORKSPACE_COUNTERS; /* room for all: never made again */
+  void *ws = calloc(1, ws_bytes);
+  for (size_t i = 0; i < sizeof splits_in_turn / sizeof splits_in_turn[0]; i++) {
+    Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false};
+    run_softmax_on(&k, 90, &ws, &ws_bytes);
+  }
+  free(ws);
 }
 END_TEST
 
@@ -331,6 +352,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 600);
   tcase_add_loop_test(t, softmax_over_clusters, 0, (int)(sizeof clusters / sizeof clusters[0]));
   tcase_add_loop_test(t, softmax_over_the_grid, 0, (int)(sizeof splits / sizeof splits[0]));
+  tcase_add_test(t, splits_share_one_workspace);
   tcase_add_test(t, user_programs_split_across_ctas);
   suite_add_tcase(s, t);
   return s;

@@ -241,13 +241,16 @@ typedef struct CgShared {
 } CgShared;
 
 /* The grid level's workspace (global memory, the tj_workspace parameter):
- * per group of CTAs a block of `block` bytes, its barrier counter first,
- * then at byte CG_WORKSPACE_HEADER two partials per rank (16 bytes a rank). */
+ * the barrier counter of group g at byte g * CG_COUNTER_STRIDE, then from
+ * byte TJ_WORKSPACE_COUNTERS, per group, `block` bytes of partials (two per
+ * rank, 16 bytes a rank). Counters and partials never share bytes, so
+ * kernels of any SPLIT may follow each other on one workspace. */
 typedef struct CgWorkspace {
   int block;
 } CgWorkspace;
 
-#define CG_WORKSPACE_HEADER 128
+#define CG_COUNTER_STRIDE 128
+#define CG_MAX_GROUPS (TJ_WORKSPACE_COUNTERS / CG_COUNTER_STRIDE)
 
 /* A reduction's value as it travels up the levels: one operand, or, for a
  * reduce_max fused with its reduce_sum (reduce.c), the pair (max, sum of

@@ -15,7 +15,8 @@
  * reaches a CTA that has not started or has exited.
  *
  * Grid (SPLIT = S > 1): global memory, in the workspace the runtime passes
- * (tj_workspace), one block per group of S clusters (or CTAs). Thread 0 of
+ * (tj_workspace): a counter per group of S clusters (or CTAs) in the first
+ * TJ_WORKSPACE_COUNTERS bytes, then a block of partials per group. Thread 0 of
  * cluster rank 0 stores the value as its rank's partial; thread 0 of every
  * CTA then arrives at the group's barrier and waits, and bar.sync releases
  * the CTA. The barrier is a 32-bit counter that every episode advances by
@@ -112,7 +113,7 @@ static CgOperand wide_offset(CgCtx *c, CgOperand base, CgOperand index, int scal
 }
 
 void cg_grid_prologue(CgCtx *c) {
-  c->ws.block = CG_WORKSPACE_HEADER + (c->geo.split * 16 + 127) / 128 * 128;
+  c->ws.block = (c->geo.split * 16 + 127) / 128 * 128;
 }
 
 /* The workspace's addresses for this CTA, made where they are used (see
@@ -130,7 +131,7 @@ static GridAddresses grid_addresses(CgCtx *c) {
   int participants = g->cluster * g->split;
   CgOperand raw = cg_reg(e, CG_B64), ws = cg_reg(e, CG_B64), unit = cg_reg(e, CG_B32);
   CgOperand group = cg_reg(e, CG_B32), rank = cg_reg(e, CG_B32), master = cg_reg(e, CG_PRED);
-  CgOperand crank = cg_imm_int(CG_B32, 0), partials = cg_reg(e, CG_B64), index = g->tid;
+  CgOperand crank = cg_imm_int(CG_B32, 0), partials, index = g->tid;
   cg_line(e, "ld.param.u64 %s, [tj_workspace];", CG_N(raw));
   cg_line(e, "cvta.to.global.u64 %s, %s;", CG_N(ws), CG_N(raw));
   cg_line(e, "mov.u32 %s, %s;", CG_N(unit), g->cluster > 1 ? "%clusterid.x" : "%ctaid.x");
@@ -140,8 +141,10 @@ static GridAddresses grid_addresses(CgCtx *c) {
     crank = cg_reg(e, CG_B32);
     cg_line(e, "mov.u32 %s, %%cluster_ctarank;", CG_N(crank));
   }
-  a.counter = wide_offset(c, ws, group, c->ws.block);
-  cg_line(e, "add.s64 %s, %s, %d;", CG_N(partials), CG_N(a.counter), CG_WORKSPACE_HEADER);
+  a.counter = wide_offset(c, ws, group, CG_COUNTER_STRIDE);
+  CgOperand area = cg_reg(e, CG_B64);
+  cg_line(e, "add.s64 %s, %s, %d;", CG_N(area), CG_N(ws), TJ_WORKSPACE_COUNTERS);
+  partials = wide_offset(c, area, group, c->ws.block);
   a.partial = wide_offset(c, partials, rank, 16);
   a.first = cg_reg(e, CG_PRED);
   a.publisher = cg_reg(e, CG_PRED);

@@ -36,6 +36,8 @@ int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instan
     int64_t per = shape->ctas_per_program, units = instances;
     bool capped = shape->cooperative || !shape->all_ctas;
     if (capped && units > max / per) units = max / per;
+    if (shape->cooperative && units > TJ_WORKSPACE_COUNTERS / 128) /* its counters */
+      units = TJ_WORKSPACE_COUNTERS / 128;
     if (units > ctx->info.max_grid_x / per) units = ctx->info.max_grid_x / per;
     return units * per;
   }
@@ -51,10 +53,11 @@ int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instan
 /* Grid-level kernels keep their barrier counters and partials in a
  * workspace. Kernels on one stream run one after another, so each stream
  * gets its own, allocated and cleared (on that stream) at its first use and
- * kept until the context is destroyed; kernels on different streams may
- * run at once and never share one. A counter is left as it was found after
- * every launch (reduce_ctas.c), so clearing once is enough. Sized for the
- * most groups any grid can hold. */
+ * kept until the context is destroyed (a larger one replaces it, after the
+ * stream's work); kernels on different streams may run at once and never
+ * share one. A counter is left as it was found after every launch, whatever
+ * the kernel's SPLIT, and counters and partials never share bytes
+ * (reduce_ctas.c), so clearing once is enough. */
 static tj_status workspace_for(tj_context *ctx, void *stream, size_t bytes, CuDevicePtr *out) {
   tj_status st = TJ_OK;
   pthread_mutex_lock(&ctx->workspace_lock);
@@ -76,7 +79,7 @@ static tj_status workspace_for(tj_context *ctx, void *stream, size_t bytes, CuDe
     w->stream = stream;
   }
   if (st == TJ_OK && !w->ptr) {
-    size_t want = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
+    size_t want = bytes < ((size_t)2 << 20) ? (size_t)2 << 20 : bytes;
     CuResult r = ctx->cu->cuMemAlloc(&w->ptr, want);
     if (r == RT_CUDA_SUCCESS) r = ctx->cu->cuMemsetD8Async(w->ptr, 0, want, (CuStream)stream);
     if (r != RT_CUDA_SUCCESS) st = rt_fail_driver(ctx, "cuMemAlloc (workspace)", r);
@@ -138,7 +141,8 @@ tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t
   if (shape->workspace_bytes > 0) {
     CuDevicePtr ws = 0;
     size_t groups = (size_t)(ctas / shape->ctas_per_program);
-    st = workspace_for(ctx, stream, groups * (size_t)shape->workspace_bytes, &ws);
+    st = workspace_for(ctx, stream,
+                       TJ_WORKSPACE_COUNTERS + groups * (size_t)shape->workspace_bytes, &ws);
     if (st != TJ_OK) {
       rt_unbind(ctx, &binding);
       return st;
