@@ -184,6 +184,7 @@ static const Case splits[] = {
     {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true},  {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true},
     {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false}, {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true},
     {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false},     {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false},
+    {TJ_DTYPE_F32, 33, 1, 1, 16, 4, false}, /* a lone NaN: its thread's max is -inf */
 };
 
 START_TEST(softmax_over_clusters) {

@@ -275,7 +275,8 @@ void cg_lower_reduce(CgCtx *c, int inst);
 /* The pieces, for streamed kernels (stream.c) and the levels across CTAs:
  * the identity; two values combined; n combined pairwise; the thread's
  * slots [first, first + count) of the reduced tile; a butterfly over
- * `lanes`; one round through the warp level's region; every level above
+ * `lanes`; one partial per lane read from memory and combined by a
+ * butterfly; one round through the warp level's region; every level above
  * the thread; the result (and the fused sum's) set from the final value. */
 CgRed cg_red_identity(tj_op op, tj_elem elem, bool pair);
 CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b);
@@ -283,6 +284,8 @@ CgRed cg_red_tree(CgCtx *c, CgRed *v, int n);
 CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n);
 CgRed cg_red_slots(CgCtx *c, int inst, int first, int count);
 CgRed cg_red_butterfly(CgCtx *c, CgRed r, int lanes);
+CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand address, int at,
+                    CgRed like, int lanes);
 CgRed cg_red_warps_round(CgCtx *c, int inst, CgRed r);
 CgRed cg_red_levels(CgCtx *c, int inst, CgRed r);
 void cg_red_finish(CgCtx *c, int inst, CgRed r);

@@ -37,11 +37,12 @@
  * Gimelshein, 2018): every thread holds a pair (m, d), m the max of its
  * elements and d = sum exp(x - m), and two pairs merge into
  *     M = max(ma, mb),  D = da e^(ma - M) + db e^(mb - M)
- * where a side whose m is -inf (all its elements -inf, or none) adds 0
- * rather than 0 * e^(-inf - M). A thread's own d uses 0 for an all -inf
- * max, so -inf elements add exactly 0. At the end s = D, except that s is
- * NaN where M is -inf (a row of all -inf), as the unfused sum of
- * exp(-inf - -inf) is; +inf and NaN elements make D NaN as they make s.
+ * where a side whose m is -inf (all its elements -inf or NaN, or none) adds
+ * d * 0 rather than d * e^(-inf - M): 0, or NaN for a NaN. A thread's own
+ * d uses 0 for an all -inf max, so -inf elements add exactly 0. At the end
+ * s = D, except that s is NaN where M is -inf (a row of all -inf), as the
+ * unfused sum of exp(-inf - -inf) is; +inf and NaN elements make D NaN as
+ * they make s.
  * The sum is rounded differently from the interpreter's pairwise order, as
  * every GPU reduction is (see interp.c); the values agree within testing.md.
  */
@@ -122,7 +123,9 @@ tj_status cg_find_pairs(CgCtx *c) {
   if (!c->partner) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   c->pairs = false;
   for (int i = 0; i < c->p->ninsts; i++) c->partner[i] = -1;
+#ifndef TJ_EXPERIMENT_CLUSTER_PAIRS
   if (c->geo.split == 1 && !c->streamed) return TJ_OK; /* clusters meet cheaply: two rounds */
+#endif
   for (int i = 0; i < c->p->ninsts; i++) {
     if (c->p->insts[i].op != TJ_OP_REDUCE_SUM) continue;
     int max = fusable_max(c, i);
@@ -166,13 +169,16 @@ static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
   return cg_apply(c, TJ_OP_EXP, TJ_F32, &diff, 1);
 }
 
-/* d e^(m - top), or 0 where m is -inf. */
+/* d e^(m - top), with the factor 0 where m is -inf: d is then 0, or NaN
+ * when the side's only finite-looking element was a NaN (max ignores it),
+ * and the NaN must survive. */
 static CgOperand rescale(CgCtx *c, CgOperand m, CgOperand d, CgOperand top) {
   CgEmit *e = &c->em;
-  CgOperand empty = cg_reg(e, CG_PRED), scaled = cg_reg(e, CG_F32), out = cg_reg(e, CG_F32);
+  CgOperand empty = cg_reg(e, CG_PRED), factor = cg_reg(e, CG_F32), out = cg_reg(e, CG_F32);
   cg_line(e, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(m));
-  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(scaled), CG_N(d), CG_N(exp_diff(c, m, top)));
-  cg_line(e, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(out), CG_N(scaled), CG_N(empty));
+  cg_line(e, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(factor), CG_N(exp_diff(c, m, top)),
+          CG_N(empty));
+  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(out), CG_N(d), CG_N(factor));
   return out;
 }
 
@@ -338,6 +344,29 @@ CgRed cg_red_butterfly(CgCtx *c, CgRed r, int lanes) {
     r = cg_red_combine(c, r, t);
   }
   return r;
+}
+
+/* One partial per lane, combined by a butterfly over `lanes` (a power of
+ * two up to 32): where `reader` holds, the lane loads the partial at
+ * address + at (the caller makes address from tid % lanes), elsewhere it
+ * takes the identity. Every group of `lanes` lanes reads the same partials
+ * into the same positions, so all lanes end with the same value, bit for
+ * bit, in one register however many partials there are. */
+CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand address, int at,
+                    CgRed like, int lanes) {
+  CgRed y = cg_red_identity(like.op, like.elem, like.pair);
+  y.x = cg_reg_of(c, like.elem);
+  cg_mov(c, y.x, cg_identity(like.op, like.elem));
+  if (like.pair) {
+    y.d = cg_reg(&c->em, CG_F32);
+    cg_mov(c, y.d, cg_imm(CG_F32, 0));
+    cg_line(&c->em, "@%s ld.%s.v2.f32 {%s, %s}, %s;", CG_N(reader), space, CG_N(y.x), CG_N(y.d),
+            cg_address(address, at).s);
+  } else {
+    cg_line(&c->em, "@%s ld.%s.%s %s, %s;", CG_N(reader), space, type_of(like.elem), CG_N(y.x),
+            cg_address(address, at).s);
+  }
+  return cg_red_butterfly(c, y, lanes);
 }
 
 /* Lanes: a butterfly over the lanes of a group, or of each warp. */

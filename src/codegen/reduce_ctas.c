@@ -7,8 +7,11 @@
  * Thread t < C of each CTA stores the CTA's value into slot [own rank] of
  * CTA t's region (mapa + st.shared::cluster), the whole cluster meets at
  * barrier.cluster (arrive has release, wait acquire semantics), and then
- * every thread reads the C slots of its own region and combines them in
- * rank order. Every CTA reads the same C values, so all agree bit for bit.
+ * each group of L lanes (L the power of two at or above C) reads the C
+ * slots of its own region, one a lane, and a butterfly over L combines them
+ * (reduce.c, cg_red_gather: one register, however large the cluster).
+ * Every CTA reads the same C values into the same lanes, so all agree bit
+ * for bit.
  * Nothing is written into a CTA's shared memory before the barrier of the
  * prologue, which every CTA of the cluster passes only after all have
  * started, and nothing after the last barrier a CTA waits at, so no access
@@ -44,8 +47,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *type_of(tj_elem elem) { return elem == TJ_F32 ? "f32" : "b32"; }
-
 /* ---- cluster ------------------------------------------------------------------ */
 
 static void cluster_barrier(CgCtx *c) {
@@ -61,49 +62,60 @@ void cg_cluster_prologue(CgCtx *c) {
   cluster_barrier(c); /* every CTA of the cluster has started */
 }
 
+/* Lanes that combine C (or S) partials: the power of two at or above it, at
+ * most a warp. */
+static int gather_lanes(int parts) {
+  int lanes = 1;
+  while (lanes < parts && lanes < 32) lanes *= 2;
+  return lanes;
+}
+
 /* Addresses are made where they are used, from tid and the special
  * registers, rather than kept live across the body: a thread holding a
- * whole row's share has no registers to spare. base: this CTA's cluster
- * region 0; remote: slot [own rank] of region 0 of CTA tid; pusher: tid < C. */
-static void cluster_addresses(CgCtx *c, CgOperand *base, CgOperand *remote, CgOperand *pusher) {
+ * whole row's share has no registers to spare. remote: slot [own rank] of
+ * region 0 of CTA tid; pusher: tid < C; read: slot [tid % L] of this CTA's
+ * region 0; reader: tid % L < C. */
+typedef struct ClusterAddresses {
+  CgOperand remote, pusher, read, reader;
+} ClusterAddresses;
+
+static ClusterAddresses cluster_addresses(CgCtx *c) {
   CgEmit *e = &c->em;
   const CgGeometry *g = &c->geo;
+  ClusterAddresses a;
+  int slot = cg_red_slot_bytes(c), lanes = gather_lanes(g->cluster);
   CgOperand rank = cg_reg(e, CG_B32), offset = cg_reg(e, CG_B32), mine = cg_reg(e, CG_B32);
-  CgOperand target = cg_reg(e, CG_B32), smem = cg_reg(e, CG_B32);
-  *base = cg_reg(e, CG_B32);
-  *remote = cg_reg(e, CG_B32);
-  *pusher = cg_reg(e, CG_PRED);
+  CgOperand target = cg_reg(e, CG_B32), smem = cg_reg(e, CG_B32), base = cg_reg(e, CG_B32);
+  CgOperand index = cg_reg(e, CG_B32), at = cg_reg(e, CG_B32);
+  a.remote = cg_reg(e, CG_B32);
+  a.pusher = cg_reg(e, CG_PRED);
+  a.read = cg_reg(e, CG_B32);
+  a.reader = cg_reg(e, CG_PRED);
   cg_line(e, "mov.u32 %s, tj_smem;", CG_N(smem));
-  cg_line(e, "add.s32 %s, %s, %d;", CG_N(*base), CG_N(smem), c->shared.cluster_at);
+  cg_line(e, "add.s32 %s, %s, %d;", CG_N(base), CG_N(smem), c->shared.cluster_at);
   cg_line(e, "mov.u32 %s, %%cluster_ctarank;", CG_N(rank));
-  cg_line(e, "shl.b32 %s, %s, %d;", CG_N(offset), CG_N(rank), cg_log2(cg_red_slot_bytes(c)));
-  cg_line(e, "add.s32 %s, %s, %s;", CG_N(mine), CG_N(*base), CG_N(offset));
-  cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(*pusher), CG_N(g->tid), g->cluster);
-  cg_line(e, "selp.b32 %s, %s, 0, %s;", CG_N(target), CG_N(g->tid), CG_N(*pusher));
-  cg_line(e, "mapa.shared::cluster.u32 %s, %s, %s;", CG_N(*remote), CG_N(mine), CG_N(target));
+  cg_line(e, "shl.b32 %s, %s, %d;", CG_N(offset), CG_N(rank), cg_log2(slot));
+  cg_line(e, "add.s32 %s, %s, %s;", CG_N(mine), CG_N(base), CG_N(offset));
+  cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.pusher), CG_N(g->tid), g->cluster);
+  cg_line(e, "selp.b32 %s, %s, 0, %s;", CG_N(target), CG_N(g->tid), CG_N(a.pusher));
+  cg_line(e, "mapa.shared::cluster.u32 %s, %s, %s;", CG_N(a.remote), CG_N(mine), CG_N(target));
+  cg_line(e, "and.b32 %s, %s, %d;", CG_N(index), CG_N(g->tid), lanes - 1);
+  cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->cluster);
+  cg_line(e, "shl.b32 %s, %s, %d;", CG_N(at), CG_N(index), cg_log2(slot));
+  cg_line(e, "add.s32 %s, %s, %s;", CG_N(a.read), CG_N(base), CG_N(at));
+  return a;
 }
 
 CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r) {
   int at = c->sites[inst].region * c->shared.cluster_region;
-  CgRed v[CG_MAX_CLUSTER];
-  CgOperand base, remote, pusher;
   if (c->sites[inst].extra_barrier) cluster_barrier(c);
-  cluster_addresses(c, &base, &remote, &pusher);
-  cg_red_store(c, "shared::cluster", pusher, remote, at, r);
+  ClusterAddresses a = cluster_addresses(c);
+  cg_red_store(c, "shared::cluster", a.pusher, a.remote, at, r);
   cluster_barrier(c);
-  cg_red_load(c, "shared", base, at, cg_red_slot_bytes(c), r, v, c->geo.cluster);
-  return cg_red_tree(c, v, c->geo.cluster);
+  return cg_red_gather(c, "shared", a.reader, a.read, at, r, gather_lanes(c->geo.cluster));
 }
 
 /* ---- grid ------------------------------------------------------------------- */
-
-/* Lanes that combine the partials with S <= 32: the power of two at or
- * above S; each group of that many lanes of a warp reads all S. */
-static int grid_lanes(const CgCtx *c) {
-  int lanes = 1;
-  while (lanes < c->geo.split && lanes < 32) lanes *= 2;
-  return lanes;
-}
 
 static CgOperand wide_offset(CgCtx *c, CgOperand base, CgOperand index, int scale) {
   CgOperand bytes = cg_reg(&c->em, CG_B64), d = cg_reg(&c->em, CG_B64);
@@ -158,7 +170,7 @@ static GridAddresses grid_addresses(CgCtx *c) {
           CG_N(master));
   if (g->split <= 32) { /* every group of `lanes` lanes reads them all */
     index = cg_reg(e, CG_B32);
-    cg_line(e, "and.b32 %s, %s, %d;", CG_N(index), CG_N(g->tid), grid_lanes(c) - 1);
+    cg_line(e, "and.b32 %s, %s, %d;", CG_N(index), CG_N(g->tid), gather_lanes(c->geo.split) - 1);
   }
   cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->split);
   a.read = wide_offset(c, partials, index, 16);
@@ -190,19 +202,7 @@ CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
   if (c->sites[inst].extra_barrier) grid_barrier(c, &a);
   cg_red_store(c, "global", a.publisher, a.partial, at, r);
   grid_barrier(c, &a);
-  CgRed y = cg_red_identity(r.op, r.elem, r.pair);
-  y.x = cg_reg_of(c, r.elem);
-  cg_mov(c, y.x, cg_identity(r.op, r.elem));
-  if (r.pair) {
-    y.d = cg_reg(&c->em, CG_F32);
-    cg_mov(c, y.d, cg_imm(CG_F32, 0));
-    cg_line(&c->em, "@%s ld.global.cg.v2.f32 {%s, %s}, %s;", CG_N(a.reader), CG_N(y.x),
-            CG_N(y.d), cg_address(a.read, at).s);
-  } else {
-    cg_line(&c->em, "@%s ld.global.cg.%s %s, %s;", CG_N(a.reader), type_of(r.elem), CG_N(y.x),
-            cg_address(a.read, at).s);
-  }
-  y = cg_red_butterfly(c, y, grid_lanes(c));
+  CgRed y = cg_red_gather(c, "global.cg", a.reader, a.read, at, r, gather_lanes(c->geo.split));
   if (c->geo.split > 32) y = cg_red_warps_round(c, inst, y);
   return y;
 }
