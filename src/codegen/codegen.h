@@ -238,6 +238,7 @@ typedef struct CgShared {
   CgOperand lane0;       /* pred: lane 0 of its warp */
   int cluster_at;        /* offset of the cluster level's regions */
   int cluster_region;    /* bytes per region: a slot per CTA of the cluster */
+  CgOperand started;     /* predicate: the prologue's cluster arrival not yet waited for */
 } CgShared;
 
 /* The grid level's workspace (global memory, the tj_workspace parameter):

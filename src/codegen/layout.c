@@ -181,7 +181,7 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
       loaded += c->layouts[c->vals[in->result].layout].slots;
   }
   int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18);
-  if (cg_multi_cta(c) || c->streamed) need += 16; /* ranks, pairs, pieces, wide addresses */
+  if (cg_multi_cta(c) || c->streamed) need += 14; /* ranks, pairs, pieces, wide addresses */
   const CgArch *a = cg_arch_find(c->arch);
   int threads = c->geo.threads;
   int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;

@@ -43,6 +43,10 @@
  * s = D, except that s is NaN where M is -inf (a row of all -inf), as the
  * unfused sum of exp(-inf - -inf) is; +inf and NaN elements make D NaN as
  * they make s.
+ * Pairs are for grid splits and streamed tiles only: on an H200, inside
+ * one CTA the extra exps cost more than the second bar.sync saves (rows of
+ * 32768 lost 8%), and over clusters one round was no faster than two
+ * (within 1.5% from 32768 to 262144, 2 to 8% slower above).
  * The sum is rounded differently from the interpreter's pairwise order, as
  * every GPU reduction is (see interp.c); the values agree within testing.md.
  */
@@ -123,9 +127,7 @@ tj_status cg_find_pairs(CgCtx *c) {
   if (!c->partner) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   c->pairs = false;
   for (int i = 0; i < c->p->ninsts; i++) c->partner[i] = -1;
-#ifndef TJ_EXPERIMENT_CLUSTER_PAIRS
-  if (c->geo.split == 1 && !c->streamed) return TJ_OK; /* clusters meet cheaply: two rounds */
-#endif
+  if (c->geo.split == 1 && !c->streamed) return TJ_OK; /* CTAs and clusters meet cheaply: two rounds */
   for (int i = 0; i < c->p->ninsts; i++) {
     if (c->p->insts[i].op != TJ_OP_REDUCE_SUM) continue;
     int max = fusable_max(c, i);

@@ -12,10 +12,11 @@
  * (reduce.c, cg_red_gather: one register, however large the cluster).
  * Every CTA reads the same C values into the same lanes, so all agree bit
  * for bit.
- * Nothing is written into a CTA's shared memory before the barrier of the
- * prologue, which every CTA of the cluster passes only after all have
- * started, and nothing after the last barrier a CTA waits at, so no access
- * reaches a CTA that has not started or has exited.
+ * Nothing is written into a CTA's shared memory before the wait for the
+ * prologue's arrival (cg_cluster_prologue), which every CTA of the cluster
+ * passes only after all have started, and nothing after the last barrier a
+ * CTA waits at, so no access reaches a CTA that has not started or has
+ * exited.
  *
  * Grid (SPLIT = S > 1): global memory, in the workspace the runtime passes
  * (tj_workspace): a counter per group of S clusters (or CTAs) in the first
@@ -54,12 +55,29 @@ static void cluster_barrier(CgCtx *c) {
   cg_line(&c->em, "barrier.cluster.wait.aligned;");
 }
 
+/* The prologue arrives at the cluster's barrier and the first round waits,
+ * just before its first store into another CTA: by then every CTA of the
+ * cluster has started, and the loads in between overlap the barrier's
+ * latency. `started` says whether that wait is still to come (uniform over
+ * the cluster, so a branch on it keeps the aligned wait aligned; the
+ * simulator refuses a predicated barrier). */
 void cg_cluster_prologue(CgCtx *c) {
   CgShared *sh = &c->shared;
   sh->cluster_at = sh->bytes;
   sh->cluster_region = (c->geo.cluster * cg_red_slot_bytes(c) + 15) / 16 * 16;
   sh->bytes += 2 * sh->cluster_region;
-  cluster_barrier(c); /* every CTA of the cluster has started */
+  sh->started = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "barrier.cluster.arrive.aligned;");
+  cg_line(&c->em, "setp.eq.u32 %s, 0, 0;", CG_N(sh->started));
+}
+
+static void wait_started(CgCtx *c) {
+  CgOperand started = c->shared.started;
+  int label = c->em.labels++;
+  cg_line(&c->em, "@!%s bra.uni $Lstarted_%d;", CG_N(started), label);
+  cg_line(&c->em, "barrier.cluster.wait.aligned;");
+  cg_line(&c->em, "setp.ne.u32 %s, 0, 0;", CG_N(started));
+  cg_raw(&c->em, "$Lstarted_%d:\n", label);
 }
 
 /* Lanes that combine C (or S) partials: the power of two at or above it, at
@@ -108,6 +126,7 @@ static ClusterAddresses cluster_addresses(CgCtx *c) {
 
 CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r) {
   int at = c->sites[inst].region * c->shared.cluster_region;
+  wait_started(c);
   if (c->sites[inst].extra_barrier) cluster_barrier(c);
   ClusterAddresses a = cluster_addresses(c);
   cg_red_store(c, "shared::cluster", a.pusher, a.remote, at, r);
