@@ -34,8 +34,8 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
   if ((unsigned)o->dtype >= TJ_DTYPE_COUNT)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: unknown dtype %d", (int)o->dtype);
   if (o->n < 0) return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: negative n (%lld)", (long long)o->n);
-  if (o->block < 0 || (o->block && (!is_pow2(o->block) || o->block > IR_MAX_TILE)))
-    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: BLOCK %lld is not a power of two in [1, 2^30]", (long long)o->block);
+  if (o->block < 0 || o->block > IR_MAX_TILE)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: BLOCK %lld is not in [1, 2^30]", (long long)o->block);
   if (!o->block && o->n > IR_MAX_TILE)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: n %lld needs a BLOCK over 2^30", (long long)o->n);
   if (o->num_warps && (!is_pow2(o->num_warps) || o->num_warps > 32))
@@ -44,6 +44,15 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: cluster %d is not 0 to 16", o->cluster);
   if (o->split < 0 || o->split > 1024)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: split %d is not 0 to 1024", o->split);
+  /* A BLOCK that is no power of two gives every thread of the instance the
+   * same share (the softmax plan's exact tiles for rows over CTAs). */
+  int64_t threads = 32LL * (o->num_warps ? o->num_warps : tj_default_num_warps(o->block, o->dtype)) *
+                    (o->cluster > 0 ? o->cluster : 1) * (o->split > 0 ? o->split : 1);
+  if (o->block && !is_pow2(o->block) && o->block % threads != 0)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT,
+                   "specialize: BLOCK %lld is neither a power of two nor a multiple of the %lld "
+                   "threads of an instance (32 x NUM_WARPS x CLUSTER x SPLIT)",
+                   (long long)o->block, (long long)threads);
   if (o->align && (!is_pow2(o->align) || o->align > 16))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: align %d is not 1, 2, 4, 8 or 16", o->align);
   if (o->binding_count < 0 || (o->binding_count > 0 && !o->bindings))
