@@ -32,12 +32,16 @@ char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kern
   tj_spec_options o;
   char *ptx = NULL;
   tj_status st = tj_softmax_program(cfg->which, cfg->n, &p);
-  if (st == TJ_OK)
-    st = softmax_spec_options(cfg->which, cfg->dtype, 65536, cfg->n, cfg->arch, cfg->warps, &o);
+  /* The plan for 65536 rows, with the spread as the caller's options. */
+  tj_device_info device;
+  tj_softmax_options so = {.num_warps = cfg->warps, .which_template = cfg->which,
+                           .cluster = spread.cluster, .split = spread.split};
+  tj_softmax_plan plan;
+  if (st == TJ_OK) st = tj_device_nominal(cfg->arch ? cfg->arch : 90, &device);
+  if (st == TJ_OK) st = tj_softmax_plan_for(&device, cfg->dtype, 65536, cfg->n, &so, &plan);
+  if (st == TJ_OK) st = tj_softmax_spec_options(&plan, cfg->dtype, cfg->n, &o);
   if (st == TJ_OK) {
     if (cfg->block) o.block = cfg->block;
-    if (spread.cluster) o.cluster = spread.cluster;
-    if (spread.split) o.split = spread.split;
     o.align = cfg->align ? cfg->align : 16;
     st = tj_specialize(p, &o, &s);
     if (st != TJ_OK) snprintf(why, why_size, "specialize: %s", tj_program_error(p));

@@ -23,9 +23,10 @@ typedef struct Golden {
   SoftmaxSpread spread; /* {0, 0}: as planned */
 } Golden;
 
-/* The last three: a row over a cluster of 8 CTAs (distributed shared
- * memory), over 64 CTAs of the grid (global memory, a fused max and sum),
- * and streamed in pieces over 128 CTAs (phases, a reverse second pass). */
+/* The last three, with the plan's 512-thread CTAs: a row over a cluster of
+ * 8 CTAs (distributed shared memory), over 128 CTAs of the grid (global
+ * memory, a fused max and sum), and streamed in pieces over 128 CTAs
+ * (phases, a reverse second pass). */
 static const Golden goldens[] = {
     {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0}, {0, 0}},
     {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0}, {0, 0}},
@@ -34,10 +35,10 @@ static const Golden goldens[] = {
     {"softmax_online_f32_n100000_sm90.ptx",
      {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}, {0, 0}},
     {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0}, {0, 0}},
-    {"softmax_f32_n262144_cluster8_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 262144, 0, 0, 16, 90, 0}, {8, 1}},
-    {"softmax_bf16_n1000000_split64_sm80.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000000, 0, 0, 16, 80, 0}, {1, 64}},
+    {"softmax_f32_n131072_cluster8_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 131072, 0, 0, 16, 90, 0}, {8, 1}},
+    {"softmax_bf16_n1000000_split128_sm80.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000000, 0, 0, 16, 80, 0}, {1, 128}},
     {"softmax_f32_n10000000_split128_streamed_sm90.ptx",
      {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 10000000, 0, 0, 16, 90, 0}, {1, 128}},
 };

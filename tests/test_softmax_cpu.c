@@ -384,40 +384,46 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* Rows up to 32768: one CTA, the warps of the table, on any arch. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 1000, NULL), S, 1024, 4, 1, 1);
   ASSERT_PLAN(plan_of(80, TJ_DTYPE_BF16, 1, 32768, NULL), S, 32768, 32, 1, 1);
-  /* Wide rows, enough of them: a cluster of BLOCK / 32768 CTAs, at most 16 (streamed past). */
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 2, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), S, 262144, 32, 8, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), S, 524288, 32, 16, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, NULL), S, 1 << 20, 32, 16, 1);
+  /* Wide rows, enough of them: a cluster of n / 16384 CTAs of 512 threads,
+   * at most 16; wider, a grid split of 512-thread CTAs that hold the row. */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 4, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), S, 43008, 16, 3, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), S, 262144, 16, 16, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), S, 524288, 16, 1, 32);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, NULL), S, 1 << 20, 16, 1, 64);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), S, 32768, 32, 1, 1);
-  /* Few rows: the grid level fills the device (132 SMs: 128 CTAs); a row
-   * over a quarter of L2 takes all of them. */
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000000, NULL), S, 1 << 20, 32, 1, 128);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), S, 1 << 20, 32, 1, 32);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL), S, 1 << 24, 32, 1, 128);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL), S, 1 << 26, 32, 1, 128);
+  /* Few rows: the grid level fills the device (132 SMs, two 512-thread CTAs
+   * each); a row over a quarter of L2 takes all of them, and one they
+   * cannot hold streams through 1024-thread CTAs. BLOCK is whole vectors of
+   * every thread, where that is below the next power of two. */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000000, NULL), S, 1 << 20, 16, 1, 264);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), S, 1 << 20, 16, 1, 66);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL), S, 10272768, 32, 1, 132);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL), S, 50823168, 32, 1, 132);
   /* No clusters before sm_90: the grid level (A100: 108 SMs), 16 elements a
    * thread; sm_100 clusters at 16 too. */
-  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 1, 4);
-  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL), S, 1 << 22, 32, 1, 64);
-  ASSERT_PLAN(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 32, 4, 1);
+  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 1, 8);
+  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL), S, 1 << 22, 32, 1, 108);
+  ASSERT_PLAN(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 8, 1);
   /* The options win. */
   tj_softmax_options o = {.which_template = TJ_SOFTMAX_ONLINE};
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 100003, &o), TJ_SOFTMAX_ONLINE, TJ_SOFTMAX_CHUNK, 8, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000, &o), TJ_SOFTMAX_ONLINE, 1024, 4, 1, 1);
   o = (tj_softmax_options){.num_warps = 16, .cluster = 4};
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 7, 70000, &o), S, 131072, 16, 4, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 7, 70000, &o), S, 73728, 16, 4, 1);
+  o = (tj_softmax_options){.cluster = 2};
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 7, 70000, &o), S, 73728, 16, 2, 1);
   o = (tj_softmax_options){.split = 3};
   ASSERT_PLAN(plan_of(75, TJ_DTYPE_F16, 7, 100, &o), S, 128, 4, 1, 3);
   /* A NULL device plans for the nominal sm_90. */
   tj_softmax_plan p;
   ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1024, 65536, NULL, &p), TJ_OK);
-  ASSERT_PLAN(p, S, 65536, 32, 2, 1);
+  ASSERT_PLAN(p, S, 65536, 16, 4, 1);
   /* Its specialization options. */
   tj_spec_options so;
   ck_assert_int_eq(tj_softmax_spec_options(&p, TJ_DTYPE_BF16, 40000, &so), TJ_OK);
   ck_assert(so.n == 40000 && so.block == 65536 && so.dtype == TJ_DTYPE_BF16 &&
-            so.num_warps == 32 && so.cluster == 2 && so.split == 1 && so.align == 0);
+            so.num_warps == 16 && so.cluster == 4 && so.split == 1 && so.align == 0);
   /* The programs. */
   tj_program *prog = NULL;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 40000, &prog), TJ_OK);

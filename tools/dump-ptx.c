@@ -325,11 +325,17 @@ static int generate(const Options *o, tj_spec *s) {
     return 1;
   }
   int rc = write_output(o, text);
-  if (rc == 0 && o->emit == EMIT_PTX && o->m > 0)
-    fprintf(stderr, "dump-ptx: launch %s with %d threads per CTA, %lld CTAs for M = %lld\n",
-            info.entry, info.shape.threads,
-            (long long)((o->m + info.shape.programs_per_cta - 1) / info.shape.programs_per_cta),
-            (long long)o->m);
+  if (rc == 0 && o->emit == EMIT_PTX && o->m > 0) {
+    const tj_launch_shape *sh = &info.shape;
+    long long groups = (o->m + sh->programs_per_cta - 1) / sh->programs_per_cta;
+    fprintf(stderr, "dump-ptx: launch %s with %d threads per CTA, %lld CTAs for M = %lld%s", info.entry,
+            sh->threads, groups * sh->ctas_per_program, (long long)o->m,
+            sh->all_ctas ? "" : " (or as many as the device holds, striding over the rest)");
+    if (sh->ctas_per_program > 1)
+      fprintf(stderr, "; %d a row%s%s", sh->ctas_per_program, sh->cluster > 1 ? " in clusters" : "",
+              sh->cooperative ? ", all resident (a cooperative launch)" : "");
+    fputc('\n', stderr);
+  }
   if (rc == 0 && o->validate && o->emit == EMIT_PTX) rc = validate(text, o->arch);
   tj_free(text);
   return rc;

@@ -9,28 +9,27 @@
  *   - a CTA of up to 1024 threads holds a row of up to 32768 elements in
  *     registers at 32 a thread (the num_warps table, tj_default_num_warps,
  *     measured on an H200): one CTA, or a lane group, per row;
- *   - wider rows take 1024-thread CTAs at 32 elements a thread, so a row
- *     of n needs next_pow2(n) / 32768 of them. With enough rows to fill
- *     the device and at most 16 of them, they form a cluster (sm_90): the
- *     row stays on chip and x is read once. Beyond 16, a cluster of 16
- *     streams the row in pieces (codegen/stream.c), its second read served
- *     by L2 while few rows are in flight;
- *   - with few rows (or no clusters), SPLIT CTAs per row fill the device,
- *     reducing through global memory. A row over a quarter of L2 gets
- *     every resident CTA, the rows in turn, so that its second read (when
- *     it does not fit the registers) finds it in L2.
- * The resident CTAs are estimated as one 1024-thread CTA per SM (64
- * registers a thread at 32 elements); the runtime measures the real number
- * when it loads the kernel. Other archs than sm_90 hold 16 elements a
- * thread (values_per_thread).
+ *   - wider rows take CTAs of 512 threads at 32 elements a thread, so a
+ *     row of n needs n / 16384 of them. With enough rows to fill the
+ *     device and at most 16 of them, they form a cluster (sm_90): the row
+ *     stays on chip, x is read once, and two CTAs share an SM;
+ *   - wider rows, few rows, or no clusters: SPLIT CTAs per row fill the
+ *     device, reducing through global memory, the row still on chip while
+ *     the resident CTAs hold it. A row over a quarter of L2 gets every
+ *     resident CTA, the rows in turn, so that its second read (when it
+ *     does not fit the registers: codegen/stream.c) finds it in L2.
+ * The resident CTAs are estimated at 64 registers a thread (32 elements);
+ * the runtime measures the real number when it loads the kernel. Other
+ * archs than sm_90 hold 16 elements a thread (values_per_thread).
  */
 #include "runtime/runtime.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define ROW_PER_CTA 32768 /* elements a 1024-thread CTA holds at 32 a thread */
-#define WIDE_WARPS 32
+#define ROW_PER_CTA     32768 /* elements a 1024-thread CTA holds at 32 a thread */
+#define CLUSTER_THREADS 512   /* a CTA of a cluster, while 16 of them hold the row */
+#define MAX_CLUSTER     16
 
 /* Elements a thread of a 1024-thread CTA holds in a row spread over CTAs:
  * 32 on sm_90, spill-free there at the 64 registers such a CTA allows (the
@@ -73,12 +72,6 @@ tj_status tj_device_nominal(int arch, tj_device_info *out) {
   return TJ_ERR_UNSUPPORTED;
 }
 
-static int64_t floor_pow2(int64_t v) {
-  int64_t p = 1;
-  while (p * 2 <= v) p *= 2;
-  return p;
-}
-
 static tj_status check(const tj_device_info *d, tj_dtype dtype, int64_t m, int64_t n,
                        const tj_softmax_options *o, const tj_softmax_plan *plan) {
   int w = o->num_warps;
@@ -99,22 +92,44 @@ static int64_t resident(const tj_device_info *d, int threads) {
   return (per_sm > 0 ? per_sm : 1) * d->sm_count;
 }
 
-/* A row wider than one CTA: a cluster or a split. */
-static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n,
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* CTAs of T threads that hold a row of n on chip. */
+static int64_t ctas_for(const tj_device_info *d, int64_t n, int threads) {
+  return ceil_div(n, (int64_t)threads * values_per_thread(d->arch));
+}
+
+/* A row wider than one CTA: a cluster of 512-thread CTAs when 16 of them
+ * hold the row and enough rows fill the device (two CTAs an SM: one loads
+ * while the other waits at the cluster's barrier; on an H200 that beat one
+ * 1024-thread CTA an SM by 10% at N = 65536 and 5% at 262144, and four
+ * 256-thread CTAs by 4%); else a grid split of 512-thread CTAs (at
+ * N = 524288 a split of 32 ran at 74% of copy in f32 and 54% in bf16,
+ * against 58% and 45% for clusters of 16 1024-thread CTAs: those leave an
+ * SM idle while its one CTA waits, and a 16-CTA cluster of whole SMs does
+ * not fit every GPC). warps: the caller's, or 0. */
+static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, int warps,
                       tj_softmax_plan *plan) {
-  int threads = 32 * plan->num_warps;
-  int64_t per_row = plan->block / ((int64_t)threads * values_per_thread(d->arch));
-  int64_t fill = resident(d, threads);
-  if (per_row < 1) per_row = 1;
-  bool clusters = d->arch >= 90 && d->cluster_launch;
-  if (clusters && m * (per_row < 16 ? per_row : 16) >= fill) {
-    plan->cluster = (int)(per_row < 16 ? per_row : 16);
+  int threads = warps ? 32 * warps : CLUSTER_THREADS;
+  int64_t per_row = ctas_for(d, n, threads);
+  if (d->arch >= 90 && d->cluster_launch && per_row <= MAX_CLUSTER &&
+      m * per_row >= resident(d, threads)) {
+    plan->num_warps = threads / 32;
+    plan->cluster = (int)per_row;
     return;
   }
-  int64_t most = floor_pow2(fill < threads ? fill : threads);
-  int64_t split = floor_pow2(fill / (m > 0 ? m : 1));
+  /* A row the resident CTAs cannot hold streams in pieces (codegen/stream.c):
+   * in 1024-thread CTAs, which ptxas fits in 64 registers where 512-thread
+   * ones spilled, and which ran within 3% of them at 10^7 and 2^24. */
+  if (!warps && per_row > resident(d, threads)) {
+    threads = 1024;
+    per_row = ctas_for(d, n, threads);
+  }
+  int64_t fill = resident(d, threads), most = fill < threads ? fill : threads;
+  int64_t split = fill / (m > 0 ? m : 1);
   if (split < per_row) split = per_row;
   if (n * (int64_t)elem * 4 > d->l2_bytes) split = most;
+  plan->num_warps = threads / 32;
   plan->split = (int)(split < most ? split : most);
 }
 
@@ -138,13 +153,19 @@ tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int6
     plan->block = TJ_SOFTMAX_CHUNK;
   if (plan->block > IR_MAX_TILE) return TJ_ERR_UNSUPPORTED;
   plan->cluster = plan->split = 1;
+  plan->num_warps = o->num_warps ? o->num_warps : tj_default_num_warps(plan->block, dtype);
   bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block > ROW_PER_CTA;
-  plan->num_warps = o->num_warps ? o->num_warps
-                    : wide       ? WIDE_WARPS
-                                 : tj_default_num_warps(plan->block, dtype);
-  if (wide && !o->cluster && !o->split) plan_wide(device, ir_dtype_size(dtype), m, n, plan);
+  int elem = ir_dtype_size(dtype);
+  if (wide && !o->cluster && !o->split) plan_wide(device, elem, m, n, o->num_warps, plan);
+  if (wide && !o->num_warps && (o->cluster || o->split)) plan->num_warps = CLUSTER_THREADS / 32;
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
+  if (!wide) return TJ_OK;
+  /* BLOCK: whole vectors for every thread spread over the row, not the next
+   * power of two (whose padding every thread would compute on). */
+  int64_t span = 32LL * plan->num_warps * plan->cluster * plan->split * (16 / elem);
+  int64_t block = ceil_div(n, span) * span;
+  if (block < plan->block) plan->block = block;
   return TJ_OK;
 }
 
