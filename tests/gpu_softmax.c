@@ -419,6 +419,57 @@ START_TEST(offsets_past_2_31_elements) {
 }
 END_TEST
 
+/* One f32 row of n up to 2^31 - 1, the largest tj_softmax takes (the
+ * online template): the loop ends at n (an i32 counter wrapped there once),
+ * every element is written, and the values are right. x[i] = (i mod 8) / 2,
+ * so softmax is known exactly: exp(x - 3.5) / S, with S summed per residue
+ * in float64. Checked against the testing rules' tolerance, and, since that
+ * tolerance's atol dwarfs values near 1e-9, also to a relative 1e-3. */
+static void run_i32_limit(tj_context *ctx, uint64_t x, uint64_t y, float *host, int64_t n) {
+  const int64_t guard = 64;
+  for (int64_t i = 0; i < n + guard; i++) host[i] = NAN;
+  ck_assert_int_eq(tj_copy_to_device(ctx, y, host, (size_t)(n + guard) * 4), TJ_OK);
+  tj_status st = tj_softmax(ctx, TJ_DTYPE_F32, 1, n, y, n, x, n, NULL, NULL);
+  ck_assert_msg(st == TJ_OK, "n %lld: %s", (long long)n, tj_context_error(ctx));
+  ck_assert_int_eq(tj_copy_to_host(ctx, host, y, (size_t)(n + guard) * 4), TJ_OK);
+  double want[8], sum = 0;
+  for (int k = 0; k < 8; k++) sum += (double)((n - k + 7) / 8) * exp(0.5 * k - 3.5);
+  for (int k = 0; k < 8; k++) want[k] = exp(0.5 * k - 3.5) / sum;
+  TjTolerance tol = dtype_tolerance(TJ_DTYPE_F32);
+  double worst = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double w = want[i & 7], got = host[i];
+    if (!(fabs(got - w) <= tol.atol + tol.rtol * w)) /* NaN: never written */
+      ck_abort_msg("n %lld: y[%lld] = %g, want %g", (long long)n, (long long)i, got, w);
+    if (fabs(got - w) / w > worst) worst = fabs(got - w) / w;
+  }
+  for (int64_t g = 0; g < guard; g++)
+    ck_assert_msg(isnan(host[n + g]), "n %lld: y[n + %lld] written", (long long)n, (long long)g);
+  fprintf(stderr, "i32 limit: n %lld, largest relative error %.2e\n", (long long)n, worst);
+  ck_assert_msg(worst <= 1e-3, "n %lld: relative error %.2e", (long long)n, worst);
+}
+
+START_TEST(rows_at_the_i32_limit) {
+  if (gpu_quick()) return;
+  tj_context *ctx = gpu_context(NULL);
+  const int64_t top = INT32_MAX, guard = 64;
+  const int64_t ns[] = {top, top + 1 - TJ_SOFTMAX_CHUNK + 1, top + 1 - TJ_SOFTMAX_CHUNK - 1};
+  size_t bytes = (size_t)(top + guard) * 4;
+  float *host = malloc(bytes);
+  uint64_t x = 0, y = 0;
+  ck_assert(host != NULL);
+  ck_assert_msg(tj_device_alloc(ctx, bytes, &x) == TJ_OK && tj_device_alloc(ctx, bytes, &y) == TJ_OK,
+                "%s", tj_context_error(ctx));
+  for (int64_t i = 0; i < top + guard; i++) host[i] = 0.5f * (float)(i & 7);
+  ck_assert_int_eq(tj_copy_to_device(ctx, x, host, bytes), TJ_OK);
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) run_i32_limit(ctx, x, y, host, ns[i]);
+  tj_device_free(ctx, x);
+  tj_device_free(ctx, y);
+  free(host);
+  tj_context_destroy(ctx);
+}
+END_TEST
+
 /* ---------------------------------------------------------- the cache */
 
 static double now_us(void) {
@@ -478,6 +529,7 @@ int main(void) {
   tcase_add_test(t, forced_warps_and_templates);
   tcase_add_test(t, nvrtc_backend);
   tcase_add_test(t, offsets_past_2_31_elements);
+  tcase_add_test(t, rows_at_the_i32_limit);
   tcase_add_test(t, second_call_only_launches);
   suite_add_tcase(s, t);
   TCase *a = tcase_create("across"); /* CK_RUN_CASE=across runs these alone */
