@@ -4,8 +4,9 @@
 #   cmake -DNM=nm -DLIBRARY=libtilejit.so -DHEADER=include/tilejit.h -P check_exports.cmake
 #
 # The defined dynamic symbols (`nm -D --defined-only`) must all start with
-# tj_ and be declared TJ_API in HEADER, and every function so declared must
-# be exported. Each symbol that breaks a rule is named on its own line.
+# tj_ and be declared TJ_API in HEADER, every function so declared must be
+# exported, and HEADER may declare no tj_ function without TJ_API. Each
+# symbol that breaks a rule is named on its own line.
 cmake_minimum_required(VERSION 3.25)
 foreach(var NM LIBRARY HEADER)
   if(NOT ${var})
@@ -35,7 +36,14 @@ foreach(line ${declarations})
   endif()
 endforeach()
 
+# A function the header declares without TJ_API would be hidden without a word.
 set(problems)
+file(STRINGS ${HEADER} prototypes REGEX "^[A-Za-z_][^(]*[ *]tj_[A-Za-z0-9_]+\\(")
+foreach(line ${prototypes})
+  if(NOT line MATCHES "^(TJ_API|static|typedef) " AND line MATCHES "(tj_[A-Za-z0-9_]+)\\(")
+    list(APPEND problems "the header declares ${CMAKE_MATCH_1} without TJ_API")
+  endif()
+endforeach()
 foreach(name ${exported})
   if(NOT name MATCHES "^tj_")
     list(APPEND problems "exports ${name}, a symbol outside the tj_ API")
