@@ -53,6 +53,18 @@ extern "C" {
 #define TJ_VERSION_PATCH 0
 #define TJ_VERSION_STRING "0.1.0"
 
+/* TJ_API marks the public functions. The library is compiled with hidden
+ * visibility, so these are the only symbols libtilejit.so exports: its
+ * internal functions (ir_*, cg_*, rt_*, buf_*) can neither clash with a
+ * program's own functions of the same name nor be reached from outside. */
+#ifndef TJ_API
+#if defined(__GNUC__) || defined(__clang__)
+#define TJ_API __attribute__((visibility("default")))
+#else
+#define TJ_API
+#endif
+#endif
+
 /* ---------------------------------------------------------------- status */
 
 typedef enum tj_status {
@@ -74,13 +86,13 @@ typedef enum tj_status {
 } tj_status;
 
 /* A static, human-readable name for a status ("invalid argument", ...). */
-const char *tj_status_string(tj_status status);
+TJ_API const char *tj_status_string(tj_status status);
 
 /* The library's version, TJ_VERSION_STRING of the build ("0.1.0"). */
-const char *tj_version(void);
+TJ_API const char *tj_version(void);
 
 /* Releases a string or buffer that tilejit returned through a char **. */
-void tj_free(void *p);
+TJ_API void tj_free(void *p);
 
 /* ----------------------------------------------------------------- types */
 
@@ -183,7 +195,7 @@ typedef enum tj_op {
 } tj_op;
 
 /* The op's text name ("add"), or NULL for an out-of-range op. */
-const char *tj_op_name(tj_op op);
+TJ_API const char *tj_op_name(tj_op op);
 
 /* -------------------------------------------------------------- programs */
 
@@ -195,43 +207,44 @@ typedef uint32_t tj_value;
 
 /* Creates an empty program with the built-in constants BLOCK, NUM_WARPS,
  * ALIGN, CLUSTER and SPLIT. */
-tj_status tj_program_create(const char *name, tj_program **out);
-void tj_program_destroy(tj_program *p);
+TJ_API tj_status tj_program_create(const char *name, tj_program **out);
+TJ_API void tj_program_destroy(tj_program *p);
 
 /* The message of the last failed call on p ("" if none failed); successful
  * calls leave it as it was. Valid until the next failing call on p. */
-const char *tj_program_error(const tj_program *p);
+TJ_API const char *tj_program_error(const tj_program *p);
 
 /* Declares a compile-time constant (bound at specialization); returns its index. */
-tj_status tj_program_declare_const(tj_program *p, const char *name, int *index);
+TJ_API tj_status tj_program_declare_const(tj_program *p, const char *name, int *index);
 /* Looks a constant up by name (a built-in one or a declared one). */
-tj_status tj_program_const(const tj_program *p, const char *name, int *index);
+TJ_API tj_status tj_program_const(const tj_program *p, const char *name, int *index);
 
 /* Builder. Each call appends one instruction and returns its result. On error
  * nothing is appended, the status says why and tj_program_error says what. */
 /* A parameter's name is an identifier no other parameter of p has; a
  * program has at most 256 parameters. */
-tj_status tj_build_param(tj_program *p, const char *name, tj_type type, tj_value *out);
+TJ_API tj_status tj_build_param(tj_program *p, const char *name, tj_type type, tj_value *out);
 /* value must be one of type's elem, as in the text form: an integer of the
  * range for i32 and i64; for f32 any value that rounds to a finite float (it
  * is rounded to nearest), or inf, -inf or a NaN. Otherwise TJ_ERR_TYPE. */
-tj_status tj_build_const(tj_program *p, tj_type type, double value, tj_value *out);
-tj_status tj_build_constexpr(tj_program *p, int const_index, tj_value *out);
-tj_status tj_build_arange(tj_program *p, int len_const, tj_value *out);
-tj_status tj_build_cast(tj_program *p, tj_value a, tj_elem to, tj_value *out);
+TJ_API tj_status tj_build_const(tj_program *p, tj_type type, double value, tj_value *out);
+TJ_API tj_status tj_build_constexpr(tj_program *p, int const_index, tj_value *out);
+TJ_API tj_status tj_build_arange(tj_program *p, int len_const, tj_value *out);
+TJ_API tj_status tj_build_cast(tj_program *p, tj_value a, tj_elem to, tj_value *out);
 /* Any op whose result type follows from its operands: elementwise, reduce,
  * ptr_add, load, store, program_id, num_programs, for, iter, yield, endfor.
  * out may be NULL for ops without a result (store, yield, endfor). */
-tj_status tj_build(tj_program *p, tj_op op, const tj_value *operands, int count, tj_value *out);
+TJ_API tj_status tj_build(tj_program *p, tj_op op, const tj_value *operands, int count,
+                          tj_value *out);
 
 /* Checks every rule; on failure the message names the instruction and rule. */
-tj_status tj_program_verify(tj_program *p);
+TJ_API tj_status tj_program_verify(tj_program *p);
 
 /* Text form: one instruction per line; print and parse round-trip exactly.
  * tj_program_parse sets *out even on a parse error (unless out of memory) so
  * that tj_program_error can be read; destroy it either way. */
-tj_status tj_program_print(tj_program *p, char **text);
-tj_status tj_program_parse(const char *text, size_t length, tj_program **out);
+TJ_API tj_status tj_program_print(tj_program *p, char **text);
+TJ_API tj_status tj_program_parse(const char *text, size_t length, tj_program **out);
 
 /* ------------------------------------------------------- specialization */
 
@@ -258,23 +271,23 @@ typedef struct tj_spec_options {
 } tj_spec_options;
 
 /* next_pow2(n) for n >= 1 (1 for n <= 1). */
-int64_t tj_next_pow2(int64_t n);
+TJ_API int64_t tj_next_pow2(int64_t n);
 /* The default warps for a tile of BLOCK elements (documented in README). */
-int tj_default_num_warps(int64_t block, tj_dtype dtype);
+TJ_API int tj_default_num_warps(int64_t block, tj_dtype dtype);
 
 /* Verifies p, binds every constant, verifies again. On error, the message is
  * left on p. */
-tj_status tj_specialize(tj_program *p, const tj_spec_options *options, tj_spec **out);
-void tj_spec_destroy(tj_spec *s);
+TJ_API tj_status tj_specialize(tj_program *p, const tj_spec_options *options, tj_spec **out);
+TJ_API void tj_spec_destroy(tj_spec *s);
 /* The message of the last failed call on s ("" if none failed). */
-const char *tj_spec_error(const tj_spec *s);
+TJ_API const char *tj_spec_error(const tj_spec *s);
 /* A stable, printable key holding every bound value, and its 64-bit hash. */
-const char *tj_spec_key(const tj_spec *s);
-uint64_t tj_spec_hash(const tj_spec *s);
+TJ_API const char *tj_spec_key(const tj_spec *s);
+TJ_API uint64_t tj_spec_hash(const tj_spec *s);
 /* The specialized program in text form. */
-tj_status tj_spec_print(tj_spec *s, char **text);
+TJ_API tj_status tj_spec_print(tj_spec *s, char **text);
 /* The value bound to a constant, by name. */
-tj_status tj_spec_const(const tj_spec *s, const char *name, int64_t *value);
+TJ_API tj_status tj_spec_const(const tj_spec *s, const char *name, int64_t *value);
 
 /* ---------------------------------------------------------- interpreter */
 
@@ -294,7 +307,7 @@ typedef struct tj_arg {
 } tj_arg;
 
 /* Runs program instances 0 .. grid-1 of s on host memory, in order. */
-tj_status tj_interpret(tj_spec *s, const tj_arg *args, int arg_count, int64_t grid);
+TJ_API tj_status tj_interpret(tj_spec *s, const tj_arg *args, int arg_count, int64_t grid);
 
 /* ------------------------------------------------------ code generation */
 
@@ -346,22 +359,22 @@ typedef struct tj_kernel_info {
 
 /* Lowers a specialized program to PTX text (release with tj_free). The same
  * spec and options always give byte-identical text. info may be NULL. */
-tj_status tj_emit_ptx(tj_spec *s, const tj_codegen_options *options, char **ptx,
-                      tj_kernel_info *info);
+TJ_API tj_status tj_emit_ptx(tj_spec *s, const tj_codegen_options *options, char **ptx,
+                             tj_kernel_info *info);
 
 /* The second backend: IR -> CUDA C -> NVRTC (libnvrtc loaded at run time). */
 typedef enum tj_backend { TJ_BACKEND_PTX, TJ_BACKEND_NVRTC, TJ_BACKEND_COUNT } tj_backend;
 
 /* Lowers a specialized program to CUDA C with the same kernel ABI and the
  * same semantics as tj_emit_ptx (release with tj_free). Needs no NVRTC. */
-tj_status tj_emit_cuda(tj_spec *s, const tj_codegen_options *options, char **cuda,
-                       tj_kernel_info *info);
+TJ_API tj_status tj_emit_cuda(tj_spec *s, const tj_codegen_options *options, char **cuda,
+                              tj_kernel_info *info);
 /* tj_emit_cuda, then NVRTC to PTX. On TJ_ERR_NVRTC tj_spec_error holds the
  * program log; TJ_ERR_NO_NVRTC when libnvrtc cannot be loaded. */
-tj_status tj_nvrtc_ptx(tj_spec *s, const tj_codegen_options *options, char **ptx,
-                       tj_kernel_info *info);
+TJ_API tj_status tj_nvrtc_ptx(tj_spec *s, const tj_codegen_options *options, char **ptx,
+                              tj_kernel_info *info);
 /* NVRTC's version as 1000*major + 10*minor (13000 for 13.0). */
-tj_status tj_nvrtc_version(int *version);
+TJ_API tj_status tj_nvrtc_version(int *version);
 
 /* --------------------------------------------------------------- softmax */
 
@@ -380,7 +393,7 @@ typedef enum tj_softmax_template {
  * single-tile template BLOCK >= n is the whole row; in the online template
  * BLOCK is the chunk, and n may be any size. AUTO gives the single tile for
  * n up to 2^30 and the online template beyond. */
-tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_program **out);
+TJ_API tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_program **out);
 
 typedef struct tj_softmax_options {
   int num_warps;                      /* 0 = the plan's */
@@ -417,18 +430,19 @@ typedef struct tj_device_info tj_device_info;
  * The runtime checks that the plan's CTAs can be resident together and
  * halves CLUSTER, then SPLIT, until they can (tj_softmax).
  */
-tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
-                              const tj_softmax_options *options, tj_softmax_plan *plan);
+TJ_API tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m,
+                                     int64_t n, const tj_softmax_options *options,
+                                     tj_softmax_plan *plan);
 
 /* The specialization options of a plan for rows of n elements of dtype. */
-tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
-                                  tj_spec_options *out);
+TJ_API tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
+                                         tj_spec_options *out);
 
 /* Float conversions with the IR's exact rounding (round-to-nearest-even). */
-uint16_t tj_f32_to_f16(float f);
-float tj_f16_to_f32(uint16_t h);
-uint16_t tj_f32_to_bf16(float f);
-float tj_bf16_to_f32(uint16_t h);
+TJ_API uint16_t tj_f32_to_f16(float f);
+TJ_API float tj_f16_to_f32(uint16_t h);
+TJ_API uint16_t tj_f32_to_bf16(float f);
+TJ_API float tj_bf16_to_f32(uint16_t h);
 
 /* --------------------------------------------------------------- runtime */
 
@@ -496,7 +510,7 @@ struct tj_device_info {
 
 /* A nominal device of an arch, for planning without a GPU (dump-ptx): the
  * numbers of a common part of that arch (sm_90: an H100 SXM). */
-tj_status tj_device_nominal(int arch, tj_device_info *out);
+TJ_API tj_status tj_device_nominal(int arch, tj_device_info *out);
 
 typedef struct tj_cache_stats {
   uint64_t hits;      /* lookups served by a loaded or loading kernel */
@@ -513,34 +527,35 @@ typedef struct tj_cache_stats {
  * Queries the device and picks the PTX ISA; an arch not in the code
  * generator's table, or one that needs a newer driver, is TJ_ERR_UNSUPPORTED.
  * On failure *out is NULL and tj_context_error(NULL) holds the message. */
-tj_status tj_context_create(const tj_context_options *options, tj_context **out);
-void tj_context_destroy(tj_context *ctx);
+TJ_API tj_status tj_context_create(const tj_context_options *options, tj_context **out);
+TJ_API void tj_context_destroy(tj_context *ctx);
 /* The calling thread's last failure on ctx ("" if none); NULL: its last
  * failure of a call given no context (tj_context_create among them). */
-const char *tj_context_error(const tj_context *ctx);
-tj_status tj_context_device_info(const tj_context *ctx, tj_device_info *info);
-tj_status tj_context_cache_stats(const tj_context *ctx, tj_cache_stats *stats);
+TJ_API const char *tj_context_error(const tj_context *ctx);
+TJ_API tj_status tj_context_device_info(const tj_context *ctx, tj_device_info *info);
+TJ_API tj_status tj_context_cache_stats(const tj_context *ctx, tj_cache_stats *stats);
 /* Waits for all work in the context (cuCtxSynchronize). */
-tj_status tj_context_synchronize(tj_context *ctx);
+TJ_API tj_status tj_context_synchronize(tj_context *ctx);
 
 /* Device memory in the context, for callers without the CUDA runtime.
  * The copies are synchronous. */
-tj_status tj_device_alloc(tj_context *ctx, size_t bytes, uint64_t *ptr);
-tj_status tj_device_free(tj_context *ctx, uint64_t ptr);
-tj_status tj_copy_to_device(tj_context *ctx, uint64_t dst, const void *src, size_t bytes);
-tj_status tj_copy_to_host(tj_context *ctx, void *dst, uint64_t src, size_t bytes);
+TJ_API tj_status tj_device_alloc(tj_context *ctx, size_t bytes, uint64_t *ptr);
+TJ_API tj_status tj_device_free(tj_context *ctx, uint64_t ptr);
+TJ_API tj_status tj_copy_to_device(tj_context *ctx, uint64_t dst, const void *src, size_t bytes);
+TJ_API tj_status tj_copy_to_host(tj_context *ctx, void *dst, uint64_t src, size_t bytes);
 
 /* Compiles s for ctx's arch with backend (cached: the same spec, backend and
  * context give the same kernel; concurrent callers compile once). s is only
  * read, except for its error message, which a failed compile writes; NVRTC
  * failures leave their log there and in the context's message.
  * TJ_ERR_NO_NVRTC without libnvrtc. */
-tj_status tj_compile(tj_context *ctx, tj_spec *s, tj_backend backend, tj_kernel **kernel);
+TJ_API tj_status tj_compile(tj_context *ctx, tj_spec *s, tj_backend backend, tj_kernel **kernel);
 /* Loads hand-written PTX. It follows the kernel ABI of generated code (the
  * last parameter is the .u64 instance count; .reqntid gives the threads; one
  * program instance per CTA, no cluster). A driver failure is TJ_ERR_DRIVER with the
  * driver's error name and the ptxas log in the message. */
-tj_status tj_load_ptx(tj_context *ctx, const char *ptx, const char *entry, tj_kernel **kernel);
+TJ_API tj_status tj_load_ptx(tj_context *ctx, const char *ptx, const char *entry,
+                             tj_kernel **kernel);
 
 typedef struct tj_kernel_report {
   tj_kernel_info info; /* threads, programs per CTA, arch, ISA, ... */
@@ -551,9 +566,9 @@ typedef struct tj_kernel_report {
   double jit_ms;       /* the driver's JIT wall time */
 } tj_kernel_report;
 
-tj_status tj_kernel_describe(const tj_kernel *k, tj_kernel_report *report);
+TJ_API tj_status tj_kernel_describe(const tj_kernel *k, tj_kernel_report *report);
 /* The driver's JIT info log (ptxas -v style lines); "" if none. */
-const char *tj_kernel_log(const tj_kernel *k);
+TJ_API const char *tj_kernel_log(const tj_kernel *k);
 
 /* Launches grid program instances of k on stream, with args in parameter
  * order (the hidden instance count is added here). Pointer parameters take
@@ -561,8 +576,8 @@ const char *tj_kernel_log(const tj_kernel *k);
  * take TJ_ARG_INT (range-checked); f32 takes TJ_ARG_FLOAT. grid 0 launches
  * nothing; the CTA count is capped at k's resident maximum, since kernels
  * stride over their instances. */
-tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
-                    int64_t grid, void *stream);
+TJ_API tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
+                           int64_t grid, void *stream);
 
 /* y = softmax(x) over each row of the m x n row-major matrices x and y of
  * dtype, with row strides in elements (>= n when m > 1), on stream, as
@@ -574,9 +589,9 @@ tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int
  * kernel specialized for their alignment. opts NULL: defaults. The first
  * call for a shape compiles; later calls only launch. Arguments are checked
  * before anything is launched (TJ_ERR_INVALID_ARGUMENT). */
-tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
-                     int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
-                     const tj_softmax_options *opts);
+TJ_API tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
+                            int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
+                            const tj_softmax_options *opts);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
 # (tj-softmax --interp -m 64 -n 1000). Extra arguments go to tj-softmax.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+source scripts/bootstrap.sh # may put a newer CMake first on PATH
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$(nproc)" >/dev/null
 if [ $# -gt 0 ]; then exec ./build/tools/tj-softmax "$@"; fi

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-default}
-bash scripts/bootstrap.sh
+source scripts/bootstrap.sh # may put a newer CMake first on PATH
 cmake --preset "$preset" ${TJ_CMAKE_ARGS:-} >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
 ctest --preset "$preset" -j "$(nproc)"
