@@ -15,6 +15,7 @@
  *   cache.c          the single-flight, bounded LRU kernel cache
  *   disk_cache.c     the kernel cache on disk: opaque blobs under keys
  *   kernel_image.c   PTX -> cubin (cuLink*), a kernel's blob on disk
+ *   dump.c           TILEJIT_DUMP: IR, PTX and JIT log of each compile
  *   launch.c         argument packing, grid sizing, workspaces, tj_launch
  *   softmax_plan.c   the softmax strategy (public: tj_softmax_plan_for)
  *   softmax_launch.c tj_softmax: checks, the launch fast path
@@ -221,6 +222,8 @@ struct tj_context {
   tj_device_info info;
   int ptx_request; /* tj_codegen_options.ptx_version: 0 = the arch's minimum */
   RtCache *cache;
+  RtDisk *disk;    /* the kernel cache on disk (NULL or disabled: none) */
+  char *dump_dir;  /* TILEJIT_DUMP, or NULL */
   pthread_mutex_t fast_lock;
   RtFastSlot fast[RT_FAST_SLOTS];
   pthread_mutex_t workspace_lock;
@@ -397,6 +400,15 @@ tj_status rt_link_ptx(tj_context *ctx, const char *ptx, char *info_log, size_t l
 void *rt_image_encode(const RtImage *image, size_t *size);
 /* A blob back into an image pointing into it; false when malformed. */
 bool rt_image_decode(const void *blob, size_t size, RtImage *image);
+
+/* -------------------------------------------------------------- dump.c */
+
+#define RT_DUMP_ENV "TILEJIT_DUMP"
+
+/* Writes DIR/NAME.tjir, NAME.ptx and NAME.log (those given) for a kernel
+ * compiled, creating dir; failures are ignored. name: "<entry>-<hash>". */
+void rt_dump_kernel(const char *dir, const char *name, const char *ir, const char *ptx,
+                    const char *log);
 
 /* ------------------------------------------------------------ launch.c */
 
