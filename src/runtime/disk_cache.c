@@ -190,8 +190,28 @@ void rt_disk_file_name(const char *key, char *out, size_t size) {
 
 /* ------------------------------------------------------- the file format */
 
+/* A 64-bit checksum of data, eight bytes at a time in four independent
+ * lanes (multiply, xor-shift), so a 100 KB cubin costs microseconds: it
+ * finds damage, it does not resist forgery (the directory's permissions
+ * do that). */
+static uint64_t sum_words(const unsigned char *p, size_t n, uint64_t seed) {
+  const uint64_t k = 0x9e3779b97f4a7c15ull;
+  uint64_t lane[4] = {seed, seed ^ 1, seed ^ 2, seed ^ 3};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int j = 0; j < 4; j++) {
+      uint64_t w;
+      memcpy(&w, p + i + 8 * j, 8);
+      lane[j] = (lane[j] ^ w) * k;
+      lane[j] ^= lane[j] >> 29;
+    }
+  uint64_t h = tj_fnv1a(p + i, n - i, seed ^ n);
+  for (int j = 0; j < 4; j++) h = (h ^ lane[j]) * k, h ^= h >> 31;
+  return h;
+}
+
 static uint64_t checksum(const char *key, size_t key_len, const void *blob, size_t size) {
-  return tj_fnv1a(blob, size, tj_fnv1a(key, key_len, TJ_FNV_SEED));
+  return sum_words(blob, size, sum_words((const unsigned char *)key, key_len, TJ_FNV_SEED));
 }
 
 static void put_u32(unsigned char *at, uint32_t v) { memcpy(at, &v, sizeof v); }
