@@ -191,8 +191,8 @@ static int racer(const char *dir, int seed, int start_fd) {
     size_t size;
     if (!rt_disk_load(d, KEY, &blob, &size)) return 5; /* someone's file is always there */
     int who = (int)(size - 1000) / 97;
-    bool whole = size >= 1000 && (size - 1000) % 97 == 0 && who < RACERS &&
-                 blob_is(blob, size, who, size);
+    bool whole =
+        size >= 1000 && (size - 1000) % 97 == 0 && who < RACERS && blob_is(blob, size, who, size);
     free(blob);
     if (!whole) return 6;
   }

@@ -183,8 +183,7 @@ void rt_disk_stats(const RtDisk *d, RtDiskStats *out) {
 
 void rt_disk_file_name(const char *key, char *out, size_t size) {
   size_t n = strlen(key);
-  snprintf(out, size, "%016llx%016llx" SUFFIX,
-           (unsigned long long)tj_fnv1a(key, n, TJ_FNV_SEED),
+  snprintf(out, size, "%016llx%016llx" SUFFIX, (unsigned long long)tj_fnv1a(key, n, TJ_FNV_SEED),
            (unsigned long long)tj_fnv1a(key, n, NAME_SEED_2));
 }
 
@@ -241,8 +240,7 @@ static size_t check_file(const unsigned char *f, size_t file_size, const char *k
   size_t key_len = strlen(key);
   if (file_size < HEADER_BYTES || memcmp(f, MAGIC, 4) != 0 || get_u32(f + 4) != FORMAT) return 0;
   uint64_t stored_key = get_u64(f + 8), size = get_u64(f + 16);
-  if (stored_key != key_len || size > MAX_BLOB_BYTES ||
-      file_size != HEADER_BYTES + key_len + size)
+  if (stored_key != key_len || size > MAX_BLOB_BYTES || file_size != HEADER_BYTES + key_len + size)
     return 0;
   const char *k = (const char *)f + HEADER_BYTES;
   if (memcmp(k, key, key_len) != 0) return 0;

@@ -109,9 +109,10 @@ tj_status rt_link_ptx(tj_context *ctx, const char *ptx, char *info_log, size_t l
 
 static void info_ints(const tj_kernel_info *info, int32_t *out) {
   const tj_launch_shape *s = &info->shape;
-  int32_t v[INFO_INTS] = {s->threads,   s->programs_per_cta, s->cluster,     s->ctas_per_program,
-                          s->shared_bytes, s->all_ctas,      s->cooperative, s->workspace_bytes,
-                          info->arch,   info->ptx_version,   info->param_count};
+  int32_t v[INFO_INTS] = {s->threads,          s->programs_per_cta, s->cluster,
+                          s->ctas_per_program, s->shared_bytes,     s->all_ctas,
+                          s->cooperative,      s->workspace_bytes,  info->arch,
+                          info->ptx_version,   info->param_count};
   memcpy(out, v, sizeof v);
 }
 
@@ -138,8 +139,8 @@ void *rt_image_encode(const RtImage *image, size_t *size) {
   ints[INFO_INTS + 1] = image->hidden_count;
   uint32_t format = IMAGE_FORMAT, log32 = (uint32_t)log_len;
   uint64_t cubin64 = image->cubin_size;
-  *size = 4 + sizeof format + sizeof image->info.entry + sizeof ints +
-          (size_t)image->param_count + sizeof log32 + log_len + sizeof cubin64 + image->cubin_size;
+  *size = 4 + sizeof format + sizeof image->info.entry + sizeof ints + (size_t)image->param_count +
+          sizeof log32 + log_len + sizeof cubin64 + image->cubin_size;
   unsigned char *blob = malloc(*size), *p = blob;
   if (!blob) return NULL;
 #define PUT(src, n) (memcpy(p, (src), (n)), p += (n))
@@ -181,7 +182,8 @@ bool rt_image_decode(const void *blob, size_t size, RtImage *image) {
   image->param_count = ints[INFO_INTS];
   image->hidden_count = ints[INFO_INTS + 1];
   if (image->param_count < 1 || image->param_count > RT_MAX_PARAMS || image->hidden_count < 1 ||
-      image->hidden_count > 2 || image->info.param_count + image->hidden_count != image->param_count ||
+      image->hidden_count > 2 ||
+      image->info.param_count + image->hidden_count != image->param_count ||
       !take(&p, end, image->param_kind, (size_t)image->param_count) ||
       !take(&p, end, &log_len, sizeof log_len) || log_len < 1 || (size_t)(end - p) < log_len ||
       p[log_len - 1] != '\0')
