@@ -159,13 +159,13 @@ START_TEST(store_then_load_gives_the_same_bytes) {
 }
 END_TEST
 
-START_TEST(a_null_or_relative_cache_is_disabled) {
+START_TEST(a_null_or_unnamed_cache_is_disabled) {
   void *blob;
   size_t size;
   ck_assert(!rt_disk_enabled(NULL));
   ck_assert(!rt_disk_load(NULL, KEY, &blob, &size));
   ck_assert(!rt_disk_store(NULL, KEY, "x", 1));
-  RtDisk *d = rt_disk_open("relative/dir", 1 << 20);
+  RtDisk *d = rt_disk_open("", 1 << 20);
   ck_assert(!rt_disk_enabled(d));
   ck_assert(!rt_disk_store(d, KEY, "x", 1));
   ck_assert(!rt_disk_load(d, KEY, &blob, &size));
@@ -668,7 +668,11 @@ START_TEST(the_disk_key_names_driver_and_device_not_context) {
   ctx.id = 77;
   RtKeyParts parts = {.arch = 90, .ptx_version = 0, .backend = TJ_BACKEND_PTX, .context_id = 77};
   char *a = rt_disk_key(&ctx, "spec", &parts);
-  ck_assert_str_eq(a, "spec|sm_90|isa=0|ptx|ctx=0|driver=13000|device=sm_90");
+  char want[256];
+  snprintf(want, sizeof want, "spec|sm_90|isa=0|ptx|ctx=0|src=%s|driver=13000|device=sm_90",
+           tj_source_hash);
+  ck_assert_str_eq(a, want);
+  ck_assert_uint_eq(strlen(tj_source_hash), 16);
   parts.context_id = 78;
   char *b = rt_disk_key(&ctx, "spec", &parts);
   ck_assert_str_eq(a, b); /* any context */
@@ -688,7 +692,7 @@ static Suite *disk_cache_suite(void) {
   TCase *tc = tcase_create("disk_cache");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, store_then_load_gives_the_same_bytes);
-  tcase_add_test(tc, a_null_or_relative_cache_is_disabled);
+  tcase_add_test(tc, a_null_or_unnamed_cache_is_disabled);
   tcase_add_test(tc, racing_processes_leave_one_valid_file);
   tcase_add_test(tc, threads_share_one_handle);
   tcase_add_test(tc, bad_files_are_rejected_and_rewritten);

@@ -115,8 +115,9 @@ static void open_dir(RtDisk *d) {
 RtDisk *rt_disk_open(const char *dir, uint64_t max_bytes) {
   RtDisk *d = new_disk(dir, max_bytes);
   if (!d) return NULL;
-  if (!dir || dir[0] != '/')
-    snprintf(d->why, sizeof d->why, "no absolute directory");
+  if (!dir || !*dir)
+    snprintf(d->why, sizeof d->why, "no directory (no %s, XDG_CACHE_HOME or HOME)",
+             RT_CACHE_DIR_ENV);
   else if (max_bytes == 0)
     snprintf(d->why, sizeof d->why, "disabled: a size bound of 0 bytes");
   else
@@ -393,13 +394,14 @@ static bool cache_name(const char *name) {
 
 /* Lists the cache files (and removes stale temporary files); -1 on error. */
 static int list_files(RtDisk *d, Found **out, uint64_t *total) {
-  int fd = dup(d->dirfd), count = 0, cap = 0;
+  /* A descriptor of its own: a dup would share the reading position with
+   * other threads trimming through the same handle. */
+  int fd = openat(d->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), count = 0, cap = 0;
   DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
   if (!dir) {
     if (fd >= 0) close(fd);
     return -1;
   }
-  rewinddir(dir);
   time_t now = time(NULL);
   *out = NULL;
   *total = 0;
@@ -415,7 +417,7 @@ static int list_files(RtDisk *d, Found **out, uint64_t *total) {
     }
     if (!tj_grow((void **)out, &cap, count + 1, sizeof **out)) break;
     Found *f = &(*out)[count++];
-    snprintf(f->name, sizeof f->name, "%s", e->d_name);
+    memcpy(f->name, e->d_name, 32 + sizeof SUFFIX); /* cache_name: 36 characters */
     f->bytes = (uint64_t)st.st_size;
     f->mtime = st.st_mtim;
     *total += f->bytes;

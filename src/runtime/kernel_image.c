@@ -13,8 +13,10 @@
  *   its NUL | cubin size, cubin
  *
  * The disk key is the cache key of module.c with the context id 0 (a disk
- * entry serves any context) plus the driver's version and the device's
- * arch, since the cubin is the driver's code for that device.
+ * entry serves any context) plus a hash of the code generator's sources
+ * (the version number alone stays the same across changes to it), the
+ * driver's version and the device's arch, since the cubin is the driver's
+ * code for that device.
  */
 #include "runtime/runtime.h"
 
@@ -34,7 +36,8 @@ char *rt_disk_key(tj_context *ctx, const char *spec_key, const RtKeyParts *parts
   if (!base) return NULL;
   TjBuf b;
   buf_init(&b);
-  buf_printf(&b, "%s|driver=%d|device=sm_%d", base, ctx->info.driver_version, ctx->info.arch);
+  buf_printf(&b, "%s|src=%s|driver=%d|device=sm_%d", base, tj_source_hash,
+             ctx->info.driver_version, ctx->info.arch);
   free(base);
   return buf_take(&b);
 }
