@@ -512,6 +512,30 @@ struct tj_device_info {
  * numbers of a common part of that arch (sm_90: an H100 SXM). */
 TJ_API tj_status tj_device_nominal(int arch, tj_device_info *out);
 
+/*
+ * The kernel cache on disk. A kernel the context compiles from a spec
+ * (tj_compile, tj_softmax; not tj_load_ptx) is also kept on disk as the
+ * driver's cubin, so that another process loads it without codegen or JIT.
+ * Read when the context is created:
+ *   TILEJIT_CACHE_DIR        the directory; default $XDG_CACHE_HOME/tilejit,
+ *                            else $HOME/.cache/tilejit. Created 0700; used only
+ *                            if it is the user's own and not group- or
+ *                            world-writable.
+ *   TILEJIT_CACHE_MAX_BYTES  the size bound (default 1 GiB; 0 turns the cache
+ *                            off); past it the least recently used files go.
+ *   TILEJIT_CACHE_DISABLE=1  no disk cache.
+ *   TILEJIT_DUMP=DIR         writes DIR/<entry>-<hash>.tjir, .ptx and .log (the
+ *                            specialized IR, the PTX, the driver's JIT log) for
+ *                            every kernel compiled; with it set, kernels are
+ *                            compiled even when the disk cache holds them.
+ * The key of a file is the kernel's cache key (without the context) plus the
+ * driver version and the device's arch. Writes are atomic (a temporary file,
+ * renamed); a file is loaded only if it is owned by the user, writable by no
+ * one else, whole, its checksum matches and it holds the same key; any other
+ * file is ignored and rewritten. The disk cache never makes a call fail: when
+ * it cannot read or write, the kernel is compiled as without it (see
+ * disk_errors).
+ */
 typedef struct tj_cache_stats {
   uint64_t hits;      /* lookups served by a loaded or loading kernel */
   uint64_t misses;    /* lookups that compiled (one per key, however many callers wait) */
@@ -521,6 +545,13 @@ typedef struct tj_cache_stats {
   int64_t capacity;
   double codegen_us; /* total time producing PTX (tj_emit_ptx or NVRTC) */
   double jit_ms;     /* total driver JIT wall time (CU_JIT_WALL_TIME) */
+  /* The disk cache (appended: the fields above keep their offsets). A miss
+   * that finds its kernel on disk is a disk hit: no codegen, no JIT. */
+  uint64_t disk_hits;    /* misses served by a file of the disk cache */
+  uint64_t disk_misses;  /* disk lookups that found no usable file */
+  uint64_t disk_writes;  /* kernels written to the disk cache */
+  uint64_t disk_rejects; /* files ignored: corrupt, truncated, another key, untrusted */
+  uint64_t disk_errors;  /* an unusable directory, writes that failed */
 } tj_cache_stats;
 
 /* Creates a context (options NULL: device TJ_DEVICE_CURRENT, defaults).

@@ -118,7 +118,10 @@ class _CacheStats(ctypes.Structure):
     _fields_ = [("hits", ctypes.c_uint64), ("misses", ctypes.c_uint64),
                 ("evictions", ctypes.c_uint64), ("failures", ctypes.c_uint64),
                 ("entries", ctypes.c_int64), ("capacity", ctypes.c_int64),
-                ("codegen_us", ctypes.c_double), ("jit_ms", ctypes.c_double)]
+                ("codegen_us", ctypes.c_double), ("jit_ms", ctypes.c_double),
+                ("disk_hits", ctypes.c_uint64), ("disk_misses", ctypes.c_uint64),
+                ("disk_writes", ctypes.c_uint64), ("disk_rejects", ctypes.c_uint64),
+                ("disk_errors", ctypes.c_uint64)]
 
 
 class _SpecOptions(ctypes.Structure):

@@ -9,6 +9,7 @@
  *                        [--reps K] [--csv FILE]
  *   tj-bench --latency   [--csv FILE]
  *   tj-bench --all       (--latency, then --bandwidth; bandwidth options apply)
+ *   tj-bench --warm-start (alone; see its section below)
  *
  * --codegen times tj_specialize + tj_emit_ptx (what a cache miss costs
  * before the driver's JIT) for N = 1000 and 65536, each of K runs alone.
@@ -37,8 +38,9 @@
  * the start of the run (for small problems the same-size copy pays the
  * launch and the tail too; the device's figure is what the targets use).
  *
- * --latency sets CUDA_CACHE_DISABLE=1 before the driver loads (so that every
- * new kernel goes through the driver's JIT; it also applies to --all) and
+ * --latency sets CUDA_CACHE_DISABLE=1 and TILEJIT_CACHE_DISABLE=1 before the
+ * driver loads (so that every new kernel goes through codegen and the
+ * driver's JIT, with no disk cache; it also applies to --all) and
  * measures: codegen (the --codegen path, 200 runs); cold compile, the first
  * tj_softmax call (codegen + JIT + launch + sync) for 8 kernels not built
  * yet, with the codegen/JIT split from the cache stats; the same through
@@ -54,13 +56,16 @@
 #include "tilejit.h"
 #include "runtime/runtime.h" /* the driver table: events, raw launches */
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MIB                 ((size_t)1 << 20)
 #define LARGE_X_BYTES       (256 * MIB)        /* x of the large set in f32 */
@@ -942,6 +947,141 @@ static int run_latency(Bench *b) {
   return rc;
 }
 
+/* ---- --warm-start ------------------------------------------------------ */
+
+/*
+ * --warm-start: the first tj_softmax of a new process (context creation
+ * excluded), with tilejit's disk cache cold and then warm. tj-bench runs
+ * itself twice as a child (WARM_CHILD_ENV set) over one fresh
+ * TILEJIT_CACHE_DIR, with CUDA_CACHE_DISABLE=1 so that the driver's own
+ * cache helps neither run. A child creates its context, uploads x, times
+ * its first tj_softmax call on the host (and the call with its
+ * synchronization), checks that every row of y sums to 1, and prints one
+ * line with the times and the disk counters, which the parent reads.
+ */
+#define WARM_M          4096
+#define WARM_N          1000
+#define WARM_CHILD_ENV  "TJ_BENCH_WARM_CHILD"
+#define TARGET_WARM_MS  1.0
+
+static int warm_child(void) {
+  tj_context *ctx = NULL;
+  tj_status st = tj_context_create(NULL, &ctx);
+  if (st == TJ_ERR_NO_DRIVER || st == TJ_ERR_NO_DEVICE) return no_driver(st);
+  if (st != TJ_OK) return fprintf(stderr, "tj-bench: %s\n", tj_context_error(NULL)), 1;
+  size_t count = (size_t)WARM_M * WARM_N, bytes = count * sizeof(float);
+  float *host = allocate(count, sizeof *host, "x on the host");
+  uint64_t x = 0, y = 0, rng = 42;
+  for (size_t i = 0; host && i < count; i++) host[i] = (float)(8.0 * uniform(&rng) - 4.0);
+  if (host) st = tj_device_alloc(ctx, bytes, &x);
+  if (host && st == TJ_OK) st = tj_device_alloc(ctx, bytes, &y);
+  if (host && st == TJ_OK) st = tj_copy_to_device(ctx, x, host, bytes);
+  double t0 = now_us(), t1 = t0, t2 = t0;
+  if (host && st == TJ_OK) {
+    t0 = now_us();
+    st = tj_softmax(ctx, TJ_DTYPE_F32, WARM_M, WARM_N, y, WARM_N, x, WARM_N, NULL, NULL);
+    t1 = now_us();
+    if (st == TJ_OK) st = tj_context_synchronize(ctx);
+    t2 = now_us();
+  }
+  if (host && st == TJ_OK) st = tj_copy_to_host(ctx, host, y, bytes);
+  int bad_rows = 0;
+  for (int64_t r = 0; host && st == TJ_OK && r < WARM_M; r++) {
+    double sum = 0;
+    for (int64_t i = 0; i < WARM_N; i++) sum += host[r * WARM_N + i];
+    bad_rows += !(fabs(sum - 1.0) <= 1e-4);
+  }
+  tj_cache_stats cs = {0};
+  tj_context_cache_stats(ctx, &cs);
+  if (st != TJ_OK) fprintf(stderr, "tj-bench: %s\n", tj_context_error(ctx));
+  else
+    printf("%.3f %.3f %llu %llu %llu %d\n", (t1 - t0) / 1e3, (t2 - t0) / 1e3,
+           (unsigned long long)cs.disk_hits, (unsigned long long)cs.disk_writes,
+           (unsigned long long)cs.disk_errors, bad_rows);
+  if (x) tj_device_free(ctx, x);
+  if (y) tj_device_free(ctx, y);
+  free(host);
+  tj_context_destroy(ctx);
+  return st != TJ_OK || bad_rows;
+}
+
+typedef struct WarmRun {
+  double call_ms, sync_ms;
+  unsigned long long disk_hits, disk_writes, disk_errors;
+  int bad_rows;
+} WarmRun;
+
+/* Runs tj-bench --warm-start as a child over dir; its line into *out. */
+static int warm_run(const char *dir, WarmRun *out) {
+  char self[4096], line[256] = "";
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  int fds[2];
+  if (n <= 0 || pipe(fds) != 0) return fprintf(stderr, "tj-bench: cannot run itself\n"), 1;
+  self[n] = '\0';
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    if (setenv(WARM_CHILD_ENV, "1", 1) || setenv("TILEJIT_CACHE_DIR", dir, 1) ||
+        setenv("CUDA_CACHE_DISABLE", "1", 1) || unsetenv("TILEJIT_CACHE_DISABLE") ||
+        unsetenv("TILEJIT_DUMP"))
+      _exit(1);
+    execl(self, self, "--warm-start", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *f = pid > 0 ? fdopen(fds[0], "r") : NULL;
+  if (f && !fgets(line, sizeof line, f)) line[0] = '\0';
+  if (f) fclose(f);
+  else close(fds[0]);
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 1;
+  if (WEXITSTATUS(status) == 2) return 2; /* no driver or GPU: the child said so */
+  if (sscanf(line, "%lf %lf %llu %llu %llu %d", &out->call_ms, &out->sync_ms, &out->disk_hits,
+             &out->disk_writes, &out->disk_errors, &out->bad_rows) != 6)
+    return fprintf(stderr, "tj-bench: the --warm-start child failed\n"), 1;
+  return WEXITSTATUS(status) != 0;
+}
+
+/* Empties and removes the child's cache directory (files only). */
+static void remove_cache_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dirfd(d), e->d_name, 0);
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
+static int run_warm_start(void) {
+  char base[512], dir[600];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(base, sizeof base, "%s/tj-bench-warm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(base)) return fprintf(stderr, "tj-bench: mkdtemp: %s\n", strerror(errno)), 1;
+  snprintf(dir, sizeof dir, "%s/cache", base);
+  WarmRun cold = {0}, warm = {0};
+  int rc = warm_run(dir, &cold);
+  if (rc == 0) rc = warm_run(dir, &warm);
+  remove_cache_dir(dir);
+  rmdir(base);
+  if (rc) return rc;
+  printf("warm start: a new process's first tj_softmax, M=%d N=%d f32, context creation "
+         "excluded\n(a fresh TILEJIT_CACHE_DIR, CUDA_CACHE_DISABLE=1)\n",
+         WARM_M, WARM_N);
+  const WarmRun *runs[2] = {&cold, &warm};
+  for (int i = 0; i < 2; i++)
+    printf("  %s disk cache: first call %8.3f ms, with its sync %8.3f ms; disk hits %llu, "
+           "writes %llu, errors %llu; rows off %d\n",
+           i ? "warm" : "cold", runs[i]->call_ms, runs[i]->sync_ms, runs[i]->disk_hits,
+           runs[i]->disk_writes, runs[i]->disk_errors, runs[i]->bad_rows);
+  printf("  warm first call %.3f ms   target <= %.0f ms: %s\n", warm.call_ms, TARGET_WARM_MS,
+         verdict(warm.call_ms, TARGET_WARM_MS));
+  bool as_expected = cold.disk_writes >= 1 && warm.disk_hits >= 1 && warm.disk_writes == 0;
+  if (!as_expected) fprintf(stderr, "tj-bench: the warm run did not load from the disk cache\n");
+  return !as_expected || cold.bad_rows || warm.bad_rows;
+}
+
 /* ---- arguments --------------------------------------------------------- */
 
 static int usage(void) {
@@ -951,6 +1091,8 @@ static int usage(void) {
           "  --latency         codegen, cold compile, NVRTC compile, host time per launch\n"
           "  --all             --latency, then --bandwidth\n"
           "  --codegen         tj_specialize + tj_emit_ptx only (needs no GPU)\n"
+          "  --warm-start      a new process's first tj_softmax, disk cache cold and warm\n"
+          "                    (alone: takes no other option)\n"
           "  --set S           large, small, wide, huge or all (default large)\n"
           "  --warps W, --cluster C, --split S, --template auto|single|online\n"
           "                    override the plan of tj_softmax (tj_softmax_options)\n"
@@ -1045,11 +1187,15 @@ static bool parse_args(int argc, char **argv, Options *o) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--warm-start"))
+    return getenv(WARM_CHILD_ENV) ? warm_child() : run_warm_start();
   Options o;
   if (!parse_args(argc, argv, &o)) return usage();
   if (o.mode == MODE_CODEGEN) return run_codegen(&o);
   /* Before the driver loads (tj_context_create), so that it takes effect. */
   if (o.mode != MODE_BANDWIDTH && setenv("CUDA_CACHE_DISABLE", "1", 1) != 0) return 1;
+  /* Cold compiles must compile: tilejit's disk cache off too. */
+  if (o.mode != MODE_BANDWIDTH && setenv("TILEJIT_CACHE_DISABLE", "1", 1) != 0) return 1;
   Bench b;
   int rc = bench_open(&b, &o);
   if (rc == 0) {

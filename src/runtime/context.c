@@ -14,6 +14,10 @@
  * current for good on a thread that has none; else a push and a pop), so
  * any thread can use a context.
  *
+ * Creation also opens the kernel cache on disk (disk_cache.c) as the
+ * environment says, and reads TILEJIT_DUMP (dump.c); neither can make it
+ * fail.
+ *
  * Error messages are kept per thread, tagged with the context's id: a
  * context is shared between threads, and a message on the handle would be a
  * data race. The one thread-local slot is the only mutable state here that
@@ -216,6 +220,11 @@ static tj_status build(tj_context *ctx, const tj_context_options *o) {
   int capacity = o->cache_capacity ? o->cache_capacity : TJ_CACHE_DEFAULT_CAPACITY;
   if (!(ctx->cache = rt_cache_new(capacity, rt_kernel_free, ctx)))
     return rt_fail(NULL, TJ_ERR_OUT_OF_MEMORY, "tj_context_create: out of memory");
+  /* The disk cache and dumps are optional: out of memory here only turns
+   * them off (every rt_disk_* takes NULL as a disabled cache). */
+  ctx->disk = rt_disk_open_env();
+  const char *dump = getenv(RT_DUMP_ENV);
+  if (dump && *dump) ctx->dump_dir = tj_strdup(dump);
   return TJ_OK;
 }
 
@@ -251,6 +260,8 @@ void tj_context_destroy(tj_context *ctx) {
   if (bound) ctx->cu->cuCtxSynchronize();
   rt_softmax_reset(ctx);
   rt_cache_free(ctx->cache);
+  rt_disk_close(ctx->disk);
+  free(ctx->dump_dir);
   if (bound) rt_workspace_free_all(ctx);
   if (bound) rt_unbind(ctx, &binding);
   CuContext current = NULL;
@@ -277,6 +288,13 @@ tj_status tj_context_cache_stats(const tj_context *ctx, tj_cache_stats *stats) {
   if (!ctx) return rt_fail_no_handle("tj_context_cache_stats", "context");
   if (!stats) return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_context_cache_stats: stats is NULL");
   rt_cache_stats(ctx->cache, stats);
+  RtDiskStats disk;
+  rt_disk_stats(ctx->disk, &disk);
+  stats->disk_hits = disk.hits;
+  stats->disk_misses = disk.misses;
+  stats->disk_writes = disk.writes;
+  stats->disk_rejects = disk.rejects;
+  stats->disk_errors = disk.errors;
   return TJ_OK;
 }
 

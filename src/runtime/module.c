@@ -18,6 +18,14 @@
  * (with NVRTC's version) and the context id; hand-written PTX is keyed by
  * its entry and full text. Parameter kinds come from the PTX's .entry list,
  * one reader for both generated and hand-written kernels.
+ *
+ * Generated kernels also go through the disk cache when it is on: a miss
+ * looks for the kernel's cubin on disk (kernel_image.c's blob, under the
+ * disk key) and loads it with no codegen and no JIT; otherwise the PTX is
+ * linked to a cubin (the same JIT, through cuLink*), loaded, and stored.
+ * Whatever fails on the disk's side (a file the driver refuses, a linker
+ * error, a write) falls back to the plain path: the disk never fails a
+ * compile. TILEJIT_DUMP (dump.c) gets the IR, PTX and log of each compile.
  */
 #include "runtime/runtime.h"
 
@@ -316,10 +324,50 @@ static tj_status read_signature(tj_kernel *k, const char *ptx, bool generated, c
   return TJ_OK;
 }
 
+/* With the disk cache on: PTX -> cubin through the linker, then the cubin
+ * -> module; *cubin keeps the image for the disk. A failure on this path
+ * falls back to load_module, which also gives the error message a failed
+ * JIT is expected to give. ctx is bound. */
+static tj_status link_module(tj_context *ctx, const char *ptx, tj_kernel *k, double *jit_ms,
+                             void **cubin, size_t *size, char *error) {
+  if (!(k->log = tj_alloc(JIT_LOG_SIZE)))
+    return fail_into(error, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  tj_status st = rt_link_ptx(ctx, ptx, k->log, JIT_LOG_SIZE, cubin, size, jit_ms, error);
+  if (st == TJ_OK &&
+      ctx->cu->cuModuleLoadDataEx(&k->module, *cubin, 0, NULL, NULL) == RT_CUDA_SUCCESS)
+    return TJ_OK;
+  free(*cubin);
+  *cubin = NULL;
+  free(k->log);
+  k->log = NULL;
+  k->module = NULL;
+  error[0] = '\0';
+  return load_module(ctx, ptx, k, jit_ms, error);
+}
+
+/* Writes k and its cubin to the disk cache under disk_key; failures are
+ * only counted (disk_cache.c). */
+static void store_kernel(tj_context *ctx, const tj_kernel *k, const char *disk_key,
+                         const void *cubin, size_t cubin_size) {
+  RtImage image;
+  memset(&image, 0, sizeof image);
+  image.info = k->report.info;
+  image.param_count = k->param_count;
+  image.hidden_count = k->hidden_count;
+  memcpy(image.param_kind, k->param_kind, sizeof image.param_kind);
+  image.log = k->log;
+  image.cubin = cubin;
+  image.cubin_size = cubin_size;
+  size_t size = 0;
+  void *blob = rt_image_encode(&image, &size);
+  if (blob) rt_disk_store(ctx->disk, disk_key, blob, size);
+  free(blob);
+}
+
 /* PTX -> a kernel in ctx. info names the entry (and for generated code the
- * threads and parameters). */
+ * threads and parameters). disk_key: link to a cubin and store it there. */
 static tj_status make_kernel(tj_context *ctx, const char *ptx, const tj_kernel_info *info,
-                             bool generated, RtCompiled *out) {
+                             bool generated, const char *disk_key, RtCompiled *out) {
   tj_kernel *k = tj_alloc(sizeof *k);
   if (!k) return fail_into(out->error, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   k->ctx = ctx;
@@ -331,17 +379,69 @@ static tj_status make_kernel(tj_context *ctx, const char *ptx, const tj_kernel_i
     free(k);
     return fail_into(out->error, st, "%s", tj_context_error(ctx));
   }
-  st = load_module(ctx, ptx, k, &out->jit_ms, out->error);
+  void *cubin = NULL;
+  size_t cubin_size = 0;
+  st = disk_key ? link_module(ctx, ptx, k, &out->jit_ms, &cubin, &cubin_size, out->error)
+                : load_module(ctx, ptx, k, &out->jit_ms, out->error);
   if (st == TJ_OK) st = read_signature(k, ptx, generated, out->error);
   if (st == TJ_OK) st = inspect_function(ctx, k, out->error);
   rt_unbind(ctx, &binding);
   k->report.jit_ms = out->jit_ms;
+  if (st == TJ_OK && cubin) store_kernel(ctx, k, disk_key, cubin, cubin_size);
+  free(cubin);
   if (st != TJ_OK) {
     rt_kernel_free(ctx, k);
     return st;
   }
   out->value = k;
   return TJ_OK;
+}
+
+/* A kernel from a disk image: load the cubin, inspect the function. */
+static tj_status image_kernel(tj_context *ctx, const RtImage *image, RtCompiled *out) {
+  tj_kernel *k = tj_alloc(sizeof *k);
+  if (!k || !(k->log = tj_strdup(image->log))) {
+    free(k);
+    return fail_into(out->error, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  k->ctx = ctx;
+  k->report.info = image->info;
+  k->param_count = image->param_count;
+  k->hidden_count = image->hidden_count;
+  memcpy(k->param_kind, image->param_kind, sizeof k->param_kind);
+  RtBinding binding;
+  tj_status st = rt_bind(ctx, &binding);
+  if (st != TJ_OK) {
+    rt_kernel_free(ctx, k);
+    return fail_into(out->error, st, "%s", tj_context_error(ctx));
+  }
+  CuResult r = ctx->cu->cuModuleLoadDataEx(&k->module, image->cubin, 0, NULL, NULL);
+  if (r != RT_CUDA_SUCCESS) {
+    k->module = NULL;
+    st = driver_fail_into(ctx, out->error, "cuModuleLoadDataEx (cached cubin)", r, NULL);
+  }
+  if (st == TJ_OK) st = inspect_function(ctx, k, out->error);
+  rt_unbind(ctx, &binding);
+  if (st != TJ_OK) {
+    rt_kernel_free(ctx, k);
+    return st;
+  }
+  out->value = k;
+  return TJ_OK;
+}
+
+/* A kernel from the disk cache, or false: then nothing is left behind and
+ * the caller compiles (a file the driver refuses counts as a reject). */
+static bool load_from_disk(tj_context *ctx, const char *disk_key, RtCompiled *out) {
+  void *blob = NULL;
+  size_t size = 0;
+  RtImage image;
+  if (!rt_disk_load(ctx->disk, disk_key, &blob, &size)) return false;
+  bool ok = rt_image_decode(blob, size, &image) && image_kernel(ctx, &image, out) == TJ_OK;
+  free(blob);
+  if (!ok) rt_disk_count_reject(ctx->disk);
+  out->error[0] = '\0';
+  return ok;
 }
 
 void rt_kernel_free(void *owner, void *kernel) {
@@ -367,13 +467,32 @@ typedef struct CompileJob {
   tj_context *ctx;
   tj_spec *spec; /* generated kernels */
   tj_backend backend;
+  const RtKeyParts *parts; /* generated kernels */
+  char *disk_key;           /* made by compile_spec, with a disk cache or dumps */
   const char *ptx; /* hand-written PTX */
   const char *entry;
 } CompileJob;
 
+/* TILEJIT_DUMP: the IR, the PTX and the JIT log (or error) of a compile. */
+static void dump(const CompileJob *job, const char *ptx, const tj_kernel_info *info,
+                 const RtCompiled *out, tj_status st) {
+  char name[128];
+  char *ir = NULL;
+  snprintf(name, sizeof name, "%s-%016llx", info->entry,
+           (unsigned long long)tj_fnv1a(job->disk_key, strlen(job->disk_key), TJ_FNV_SEED));
+  if (tj_spec_print(job->spec, &ir) != TJ_OK) ir = NULL;
+  const tj_kernel *k = out->value;
+  rt_dump_kernel(job->ctx->dump_dir, name, ir, ptx, st == TJ_OK ? k->log : out->error);
+  free(ir);
+}
+
 static tj_status compile_spec(void *arg, RtCompiled *out) {
   CompileJob *job = arg;
   tj_context *ctx = job->ctx;
+  if (rt_disk_enabled(ctx->disk) || ctx->dump_dir)
+    job->disk_key = rt_disk_key(ctx, tj_spec_key(job->spec), job->parts); /* NULL: no disk */
+  bool disk = job->disk_key && rt_disk_enabled(ctx->disk);
+  if (disk && !ctx->dump_dir && load_from_disk(ctx, job->disk_key, out)) return TJ_OK;
   tj_codegen_options o = {.arch = ctx->info.target_arch, .ptx_version = ctx->ptx_request};
   tj_kernel_info info;
   char *ptx = NULL;
@@ -395,7 +514,8 @@ static tj_status compile_spec(void *arg, RtCompiled *out) {
                    ctx->info.driver_version % 1000 / 10, ctx->info.ptx_version / 10,
                    ctx->info.ptx_version % 10);
   else
-    st = make_kernel(ctx, ptx, &info, true, out);
+    st = make_kernel(ctx, ptx, &info, true, disk ? job->disk_key : NULL, out);
+  if (ctx->dump_dir && job->disk_key) dump(job, ptx, &info, out, st);
   free(ptx);
   return st;
 }
@@ -409,7 +529,7 @@ static tj_status compile_raw(void *arg, RtCompiled *out) {
   info.shape.cluster = 1;
   info.shape.ctas_per_program = 1;
   info.arch = job->ctx->info.target_arch;
-  return make_kernel(job->ctx, job->ptx, &info, false, out);
+  return make_kernel(job->ctx, job->ptx, &info, false, NULL, out);
 }
 
 tj_status rt_compile_entry(tj_context *ctx, tj_spec *spec, tj_backend backend, RtEntry **out) {
@@ -418,10 +538,11 @@ tj_status rt_compile_entry(tj_context *ctx, tj_spec *spec, tj_backend backend, R
   if (st != TJ_OK) return st;
   char *key = rt_key_build(tj_spec_key(spec), &parts);
   if (!key) return rt_fail(ctx, TJ_ERR_OUT_OF_MEMORY, "out of memory");
-  CompileJob job = {.ctx = ctx, .spec = spec, .backend = backend};
+  CompileJob job = {.ctx = ctx, .spec = spec, .backend = backend, .parts = &parts};
   char error[RT_ERROR_MAX];
   st = rt_cache_get(ctx->cache, key, compile_spec, &job, out, error);
   free(key);
+  free(job.disk_key);
   return st == TJ_OK ? TJ_OK : rt_fail(ctx, st, "%s", error);
 }
 

@@ -13,6 +13,9 @@
  *   memory.c         device memory helpers (alloc, free, copies)
  *   module.c         PTX -> CUmodule -> tj_kernel; cache keys; tj_compile
  *   cache.c          the single-flight, bounded LRU kernel cache
+ *   disk_cache.c     the kernel cache on disk: opaque blobs under keys
+ *   kernel_image.c   PTX -> cubin (cuLink*), a kernel's blob on disk
+ *   dump.c           TILEJIT_DUMP: IR, PTX and JIT log of each compile
  *   launch.c         argument packing, grid sizing, workspaces, tj_launch
  *   softmax_plan.c   the softmax strategy (public: tj_softmax_plan_for)
  *   softmax_launch.c tj_softmax: checks, the launch fast path
@@ -38,6 +41,7 @@ typedef struct CuModuleOpaque *CuModule;
 typedef struct CuFunctionOpaque *CuFunction;
 typedef struct CuStreamOpaque *CuStream;
 typedef struct CuEventOpaque *CuEvent;
+typedef struct CuLinkStateOpaque *CuLinkState;
 typedef unsigned long long CuDevicePtr;
 
 /* CUlaunchAttribute and CUlaunchConfig (CUDA 12.0), field for field. */
@@ -92,6 +96,7 @@ enum {
   RT_JIT_ERROR_LOG_BUFFER = 5,
   RT_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   RT_JIT_LOG_VERBOSE = 12,
+  RT_JIT_INPUT_PTX = 1,
   RT_EVENT_DEFAULT = 0,
 };
 
@@ -121,6 +126,12 @@ enum {
   X(cuModuleLoadDataEx, 12000,                                                                     \
     (CuModule * module, const void *image, unsigned count, int *options, void **values))           \
   X(cuModuleUnload, 12000, (CuModule module))                                                      \
+  X(cuLinkCreate, 12000, (unsigned count, int *options, void **values, CuLinkState *state))      \
+  X(cuLinkAddData, 12000,                                                                          \
+    (CuLinkState state, int type, const void *data, size_t size, const char *name, unsigned count,\
+     int *options, void **values))                                                                 \
+  X(cuLinkComplete, 12000, (CuLinkState state, void **cubin, size_t *size))                       \
+  X(cuLinkDestroy, 12000, (CuLinkState state))                                                     \
   X(cuModuleGetFunction, 12000, (CuFunction * function, CuModule module, const char *name))        \
   X(cuFuncGetAttribute, 12000, (int *value, int attribute, CuFunction function))                   \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 12000,                                            \
@@ -180,6 +191,7 @@ int rt_driver_max_ptx(int driver_version);
 
 typedef struct RtCache RtCache;
 typedef struct RtEntry RtEntry;
+typedef struct RtDisk RtDisk;
 
 /* What picks a softmax kernel without building its key: the fast path. */
 typedef struct RtFastKey {
@@ -210,6 +222,8 @@ struct tj_context {
   tj_device_info info;
   int ptx_request; /* tj_codegen_options.ptx_version: 0 = the arch's minimum */
   RtCache *cache;
+  RtDisk *disk;    /* the kernel cache on disk (NULL or disabled: none) */
+  char *dump_dir;  /* TILEJIT_DUMP, or NULL */
   pthread_mutex_t fast_lock;
   RtFastSlot fast[RT_FAST_SLOTS];
   pthread_mutex_t workspace_lock;
@@ -315,6 +329,91 @@ void rt_cache_pin(RtCache *c, RtEntry *e);
 /* Counts a hit served outside rt_cache_get (the softmax fast path). */
 void rt_cache_count_hit(RtCache *c);
 void rt_cache_stats(RtCache *c, tj_cache_stats *out);
+
+/* ------------------------------------------------------- disk_cache.c */
+
+/* The environment of the disk cache (tilejit.h documents them). */
+#define RT_CACHE_DIR_ENV          "TILEJIT_CACHE_DIR"
+#define RT_CACHE_DISABLE_ENV      "TILEJIT_CACHE_DISABLE"
+#define RT_CACHE_MAX_ENV          "TILEJIT_CACHE_MAX_BYTES"
+#define RT_DISK_DEFAULT_MAX_BYTES ((uint64_t)1 << 30)
+
+typedef struct RtDiskStats {
+  uint64_t hits, misses, writes, rejects, errors;
+} RtDiskStats;
+
+/* The cache in dir, at most max_bytes: creates dir 0700 (and its
+ * parents) when missing and uses it only when it is a directory of the
+ * effective user that group and others cannot write. Never fails: an
+ * unusable directory or max_bytes 0 gives a disabled handle (lookups miss,
+ * stores do nothing; rt_disk_status says why). NULL only when out of
+ * memory; every function here takes NULL as a disabled cache. */
+RtDisk *rt_disk_open(const char *dir, uint64_t max_bytes);
+/* rt_disk_open as the environment says: TILEJIT_CACHE_DISABLE,
+ * TILEJIT_CACHE_DIR, else $XDG_CACHE_HOME/tilejit, else
+ * $HOME/.cache/tilejit; TILEJIT_CACHE_MAX_BYTES (default 1 GiB). */
+RtDisk *rt_disk_open_env(void);
+void rt_disk_close(RtDisk *d);
+bool rt_disk_enabled(const RtDisk *d);
+/* "enabled", or why not. */
+const char *rt_disk_status(const RtDisk *d);
+const char *rt_disk_dir(const RtDisk *d);
+/* True with *blob (release with free) and *size when the file of key is
+ * trusted, whole, and holds key; false otherwise (counted as a miss, and a
+ * file that was there but unusable also as a reject). */
+bool rt_disk_load(RtDisk *d, const char *key, void **blob, size_t *size);
+/* A blob rt_disk_load returned that the caller could not use after all:
+ * the hit becomes a miss and a reject. */
+void rt_disk_count_reject(RtDisk *d);
+/* Writes blob under key (a temporary file renamed over the name), then
+ * trims; false when it could not (counted as an error). */
+bool rt_disk_store(RtDisk *d, const char *key, const void *blob, size_t size);
+/* Deletes cache files, oldest first, until they total at most max_bytes. */
+void rt_disk_trim(RtDisk *d);
+void rt_disk_stats(const RtDisk *d, RtDiskStats *out);
+/* The file name of key in the directory: "<32 hex digits>.tjc". */
+void rt_disk_file_name(const char *key, char *out, size_t size);
+/* Tests: trust files of uid instead of the effective user's. */
+void rt_disk_trust_uid(RtDisk *d, unsigned uid);
+
+/* ----------------------------------------------------- kernel_image.c */
+
+/* A kernel as it goes to disk: what loading needs besides the image. */
+typedef struct RtImage {
+  tj_kernel_info info;
+  int param_count, hidden_count;
+  uint8_t param_kind[RT_MAX_PARAMS];
+  const char *log;   /* the JIT info log */
+  const void *cubin; /* the driver-ready image */
+  size_t cubin_size;
+} RtImage;
+
+/* A hash of the code generator's sources (generated by
+ * cmake/source_hash.cmake): builds that may emit other PTX differ in it. */
+extern const char tj_source_hash[];
+
+/* The disk key of a generated kernel: the cache key without the context
+ * id, with the hash of the code generator's sources, the driver's version
+ * and the device's arch (NULL on OOM). */
+char *rt_disk_key(tj_context *ctx, const char *spec_key, const RtKeyParts *parts);
+/* PTX -> cubin through cuLinkCreate / cuLinkAddData / cuLinkComplete, with
+ * both logs and the wall time; ctx is bound. On success *cubin (release
+ * with free) and *size; on failure error (RT_ERROR_MAX) says why. */
+tj_status rt_link_ptx(tj_context *ctx, const char *ptx, char *info_log, size_t log_size,
+                      void **cubin, size_t *size, double *jit_ms, char *error);
+/* An image as one blob (release with free), NULL on OOM. */
+void *rt_image_encode(const RtImage *image, size_t *size);
+/* A blob back into an image pointing into it; false when malformed. */
+bool rt_image_decode(const void *blob, size_t size, RtImage *image);
+
+/* -------------------------------------------------------------- dump.c */
+
+#define RT_DUMP_ENV "TILEJIT_DUMP"
+
+/* Writes DIR/NAME.tjir, NAME.ptx and NAME.log (those given) for a kernel
+ * compiled, creating dir; failures are ignored. name: "<entry>-<hash>". */
+void rt_dump_kernel(const char *dir, const char *name, const char *ir, const char *ptx,
+                    const char *log);
 
 /* ------------------------------------------------------------ launch.c */
 
