@@ -188,7 +188,7 @@ START_TEST(numbers_are_decimal) {
   const char *const bench[] = {"tj-bench", "--codegen", "--iters", "0x10", NULL};
   run_tool(&r, bench);
   ck_assert_int_eq(r.status, 2);
-  assert_contains(r.err, "tj-bench: bad option or value: --iters 0x10");
+  assert_contains(r.err, "tj-bench: --iters takes a decimal integer from 1 to 100000000, not '0x10'");
 }
 END_TEST
 

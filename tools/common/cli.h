@@ -114,6 +114,10 @@ char *cli_read_text(const char *tool, const char *path, size_t *length);
 /* path opened for writing ("-" or NULL: stdout), or NULL after saying why. */
 FILE *cli_open_output(const char *tool, const char *path);
 
+/* Stdout for one output alone: what the tool prints to stdout goes to
+ * stderr from now on. NULL after saying why. */
+FILE *cli_take_stdout(const char *tool);
+
 /* Flushes stdout or closes a file; false after saying the write failed. */
 bool cli_close_output(const char *tool, const char *path, FILE *f);
 

@@ -4,12 +4,14 @@
  * endless one such as /dev/zero is cut off there, not read forever) and a
  * file holding a NUL byte are refused with one line that says which, and
  * where the NUL is, so that nothing reaches the IR parser cut short. An
- * output of "-" (or none) is stdout, which is flushed, never closed.
+ * output of "-" (or none) is stdout, which is flushed, never closed; a
+ * tool whose report also goes to stdout can take stdout for a file alone
+ * (tj-bench --csv -) and print its report on stderr.
  *
  * Messages are "TOOL: PATH: why" on stderr ("<stdin>" for "-"); the caller
  * turns a failure into exit status 1.
  */
-#define _POSIX_C_SOURCE 200809L /* fileno */
+#define _POSIX_C_SOURCE 200809L /* fileno, dup, fdopen */
 
 #include "cli.h"
 
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define READ_CHUNK ((size_t)1 << 16)
 
@@ -95,6 +98,17 @@ FILE *cli_open_output(const char *tool, const char *path) {
   FILE *f = fopen(path, "wb");
   if (!f) fprintf(stderr, "%s: cannot write %s: %s\n", tool, path, strerror(errno));
   return f;
+}
+
+FILE *cli_take_stdout(const char *tool) {
+  fflush(stdout);
+  int fd = dup(STDOUT_FILENO);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (f && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) return f;
+  fprintf(stderr, "%s: cannot take stdout for the output: %s\n", tool, strerror(errno));
+  if (f) fclose(f);
+  else if (fd >= 0) close(fd);
+  return NULL;
 }
 
 bool cli_close_output(const char *tool, const char *path, FILE *f) {

@@ -173,33 +173,62 @@ static const char *mode_name(const CliTool *tool, int mode, char *out, size_t si
   return out;
 }
 
-/* " (softmax, --ir only)" for an option of some modes. */
-static void print_modes(const CliTool *tool, const CliOption *opt) {
+/* Appends to out (of size bytes, len used) what fmt gives. */
+static size_t append(char *out, size_t size, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static size_t append(char *out, size_t size, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int w = len < size ? vsnprintf(out + len, size - len, fmt, ap) : 0;
+  va_end(ap);
+  return w > 0 ? len + (size_t)w : len;
+}
+
+/* The help of a row: its line, its range, and " (softmax, --ir only)" for
+ * an option of some modes. */
+static void describe(const CliTool *tool, const CliOption *opt, char *out, size_t size) {
   char name[64];
+  size_t len = append(out, size, 0, "%s", opt->help);
+  if (opt->kind == CLI_INT || opt->kind == CLI_INT64)
+    len = append(out, size, len, " [%lld to %lld]", (long long)opt->lo, (long long)opt->hi);
   if (!opt->modes || opt->mode) return;
-  printf(" (");
   for (int m = 1, first = 1; m < 32; m++)
     if (opt->modes & CLI_MODE(m)) {
-      printf("%s%s", first ? "" : ", ", mode_name(tool, m, name, sizeof name));
+      mode_name(tool, m, name, sizeof name);
+      len = append(out, size, len, "%s%s", first ? " (" : ", ", name);
       first = 0;
     }
-  printf(" only)");
+  append(out, size, len, " only)");
+}
+
+/* "  LEFT   text", the text wrapped at 80 columns under itself. */
+static void print_row(const char *left, const char *text) {
+  enum { INDENT = 27, WIDTH = 80 };
+  printf("  %-24s", left);
+  if (strlen(left) > 24) printf("\n%*s", INDENT - 1, "");
+  while (*text) {
+    size_t n = strlen(text), cut = n;
+    if (n > WIDTH - INDENT) {
+      for (cut = WIDTH - INDENT; cut > 0 && text[cut] != ' '; cut--) continue;
+      if (cut == 0) cut = n;
+    }
+    printf(" %.*s\n", (int)cut, text);
+    text += cut;
+    while (*text == ' ') text++;
+    if (*text) printf("%*s", INDENT - 1, "");
+  }
 }
 
 static void print_help(const CliTool *tool) {
-  char left[96];
+  char left[96], text[512];
   printf("usage: %s\n\noptions:\n", tool->usage);
   for (size_t i = 0; i < tool->count; i++) {
-    const CliOption *opt = &tool->options[i];
-    spell(opt, left, sizeof left);
-    printf("  %-24s %s", left, opt->help);
-    if (opt->kind == CLI_INT || opt->kind == CLI_INT64)
-      printf(" [%lld to %lld]", (long long)opt->lo, (long long)opt->hi);
-    print_modes(tool, opt);
-    printf("\n");
+    spell(&tool->options[i], left, sizeof left);
+    describe(tool, &tool->options[i], text, sizeof text);
+    print_row(left, text);
   }
-  printf("  %-24s %s\n  %-24s %s\n", "-h, --help", "print this help and exit", "--version",
-         "print tilejit's version and exit");
+  print_row("-h, --help", "print this help and exit");
+  print_row("--version", "print tilejit's version and exit");
   if (tool->about) printf("\n%s", tool->about);
   printf("\nNumbers are decimal integers (010 is ten). A FILE of - is stdin or stdout.\n"
          "Exit status: 0 success, 1 a failed check or an error, 2 a usage error,\n"
