@@ -190,7 +190,7 @@ static void describe(const CliTool *tool, const CliOption *opt, char *out, size_
   char name[64];
   size_t len = append(out, size, 0, "%s", opt->help);
   if (opt->kind == CLI_INT || opt->kind == CLI_INT64)
-    len = append(out, size, len, " [%lld to %lld]", (long long)opt->lo, (long long)opt->hi);
+    len = append(out, size, len, " [%lld..%lld]", (long long)opt->lo, (long long)opt->hi);
   if (!opt->modes || opt->mode) return;
   for (int m = 1, first = 1; m < 32; m++)
     if (opt->modes & CLI_MODE(m)) {
