@@ -241,8 +241,10 @@ TJ_API tj_status tj_build(tj_program *p, tj_op op, const tj_value *operands, int
 TJ_API tj_status tj_program_verify(tj_program *p);
 
 /* Text form: one instruction per line; print and parse round-trip exactly.
- * tj_program_parse sets *out even on a parse error (unless out of memory) so
- * that tj_program_error can be read; destroy it either way. */
+ * tj_program_parse reads length bytes (no NUL needed at the end; a NUL byte
+ * among them is TJ_ERR_PARSE, comments included). It sets *out even on a
+ * parse error (unless out of memory) so that tj_program_error can be read;
+ * destroy it either way. */
 TJ_API tj_status tj_program_print(tj_program *p, char **text);
 TJ_API tj_status tj_program_parse(const char *text, size_t length, tj_program **out);
 

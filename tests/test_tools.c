@@ -1,10 +1,20 @@
 /*
  * test_tools.c — the command-line tools' arguments and their failures, run
- * as child processes from the build's tools/ folder (no GPU needed):
+ * as child processes from the build's tools/ folder (no GPU needed; the GPU
+ * modes run with TILEJIT_LIBCUDA naming no file, as on a machine without a
+ * driver):
+ *   - the conventions of every tool: --help on stdout and exit 0,
+ *     --version from the library, exit 2 for a usage error and 3 for no
+ *     CUDA driver or GPU;
  *   - numbers are decimal integers within each option's range, and -D takes
  *     the ranges of the options it stands for: NUM_WARPS=4294967297 is a
  *     usage error (exit 2) that says the range, not NUM_WARPS=1; "-n 010"
- *     is ten, "0x10" and " 8" are refused;
+ *     is ten, "0x10" and " 8" are refused; -DNAME=V and -D NAME=V agree;
+ *   - files: "-" is stdin (--ir -) or stdout (-o -, --csv -); a NUL byte,
+ *     a directory, a file over 64 MiB and an endless one (/dev/zero) are
+ *     refused with a message that says so, and nothing is written;
+ *   - an option of another mode is a usage error, and tj-bench --codegen
+ *     writes its --csv;
  *   - tj-softmax --interp whose buffers do not fit says which one, with its
  *     size, and exits 1 at once, before interpreting anything. The child
  *     runs under an address-space limit (RLIMIT_AS), or, in an ASan build
@@ -18,6 +28,7 @@
 #include "support.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +79,12 @@ typedef struct Limit {
   long total_mb, one_mb;
 } Limit;
 
+/* What a child gets besides its arguments. */
+typedef struct Setup {
+  Limit limit;
+  const char *input; /* the file on its stdin; NULL: /dev/null */
+} Setup;
+
 static void limit_memory(Limit limit) {
 #ifdef TJ_ASAN
   char options[128];
@@ -80,9 +97,9 @@ static void limit_memory(Limit limit) {
 #endif
 }
 
-/* Runs TJ_BINARY_DIR/tools/argv[0] with the rest of argv (NULL-ended),
- * within limit. */
-static void run_limited(Run *r, const char *const *argv, Limit limit) {
+/* Runs TJ_BINARY_DIR/tools/argv[0] with the rest of argv (NULL-ended), set
+ * up as asked, with no CUDA driver. */
+static void run_with(Run *r, const char *const *argv, Setup setup) {
   char path[4096], *args[32];
   snprintf(path, sizeof path, "%s/tools/%s", TJ_BINARY_DIR, argv[0]);
   ck_assert_msg(access(path, X_OK) == 0, "%s is not built", path);
@@ -91,13 +108,17 @@ static void run_limited(Run *r, const char *const *argv, Limit limit) {
   for (int i = 1; argv[i] && n < 31; i++) args[n++] = (char *)(uintptr_t)argv[i];
   args[n] = NULL;
   int out = temp_file(), err = temp_file();
+  const char *input = setup.input ? setup.input : "/dev/null";
+  int in = open(input, O_RDONLY);
+  ck_assert_msg(in >= 0, "cannot open %s", input);
   fflush(NULL);
   double start = now();
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
-    if (dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(125);
-    if (limit.total_mb > 0) limit_memory(limit);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(125);
+    if (setenv("TILEJIT_LIBCUDA", TJ_BINARY_DIR "/tests/no-such-libcuda.so", 1) != 0) _exit(124);
+    if (setup.limit.total_mb > 0) limit_memory(setup.limit);
     execv(path, args);
     _exit(127);
   }
@@ -105,29 +126,135 @@ static void run_limited(Run *r, const char *const *argv, Limit limit) {
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   r->seconds = now() - start;
   r->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  close(in);
   slurp(out, r->out);
   slurp(err, r->err);
 }
 
-static void run_tool(Run *r, const char *const *argv) { run_limited(r, argv, (Limit){0, 0}); }
-
-static void assert_contains(const char *text, const char *want) {
-  ck_assert_msg(strstr(text, want) != NULL, "'%s' is missing from:\n%s", want, text);
+static void run_limited(Run *r, const char *const *argv, Limit limit) {
+  run_with(r, argv, (Setup){limit, NULL});
 }
 
-/* ---- numbers ------------------------------------------------------------ */
+static void run_tool(Run *r, const char *const *argv) { run_limited(r, argv, (Limit){0, 0}); }
 
-/* A program whose specialization is only its constants. */
-static const char *ir_file(char *path, size_t size) {
-  snprintf(path, size, "%s/tests/test_tools_k.tj", TJ_BINARY_DIR);
-  FILE *f = fopen(path, "w");
+/* Runs argv and wants exit status want, with nothing on stdout unless the
+ * run succeeds. */
+static void expect_status(Run *r, const char *const *argv, int want) {
+  run_tool(r, argv);
+  ck_assert_msg(r->status == want, "%s %s: exit %d, want %d\n%.1500s%.1500s", argv[0],
+                argv[1] ? argv[1] : "", r->status, want, r->out, r->err);
+  if (want != 0) ck_assert_msg(r->out[0] == '\0', "%s wrote to stdout:\n%.1500s", argv[0], r->out);
+}
+
+static void assert_contains(const char *text, const char *want) {
+  ck_assert_msg(strstr(text, want) != NULL, "'%s' is missing from:\n%.3000s", want, text);
+}
+
+/* Writes len bytes of text to TJ_BINARY_DIR/tests/name; its path in path. */
+static const char *write_file(const char *name, const char *text, size_t len, char *path,
+                              size_t size) {
+  snprintf(path, size, "%s/tests/%s", TJ_BINARY_DIR, name);
+  FILE *f = fopen(path, "wb");
   ck_assert_ptr_nonnull(f);
-  fputs("kernel k\nconst X\n%y : ptr<f32> = param y\n%i : tile<i32,BLOCK> = arange\n"
-        "%c : i32 = constexpr X\n%f : f32 = cast %c\nstore %y, %i, %f\n",
-        f);
+  ck_assert_uint_eq(fwrite(text, 1, len, f), len);
   ck_assert_int_eq(fclose(f), 0);
   return path;
 }
+
+/* A program whose specialization is only its constants; its store is the
+ * last line. */
+static const char program_k[] = "kernel k\nconst X\n%y : ptr<f32> = param y\n"
+                                "%i : tile<i32,BLOCK> = arange\n%c : i32 = constexpr X\n"
+                                "%f : f32 = cast %c\nstore %y, %i, %f\n";
+
+static const char *ir_file(char *path, size_t size) {
+  return write_file("test_tools_k.tj", program_k, strlen(program_k), path, size);
+}
+
+/* ---- conventions ---------------------------------------------------------- */
+
+static const char *const tools[] = {"dump-ptx", "tj-softmax", "tj-bench"};
+
+START_TEST(help_goes_to_stdout) {
+  static Run r;
+  char usage[64];
+  for (size_t i = 0; i < TJ_COUNTOF(tools); i++) {
+    const char *const long_help[] = {tools[i], "--help", NULL}, *const short_help[] = {tools[i],
+                                                                                       "-h", NULL};
+    snprintf(usage, sizeof usage, "usage: %s ", tools[i]);
+    run_tool(&r, long_help);
+    ck_assert_msg(r.status == 0, "%s --help: exit %d\n%s", tools[i], r.status, r.err);
+    ck_assert_str_eq(r.err, "");
+    assert_contains(r.out, usage);
+    assert_contains(r.out, "--version");
+    assert_contains(r.out,
+                    "Exit status: 0 success, 1 a failed check or an error, 2 a usage error,\n"
+                    "3 no CUDA driver or GPU.");
+    run_tool(&r, short_help);
+    ck_assert_int_eq(r.status, 0);
+    assert_contains(r.out, usage);
+  }
+  /* Each option with its range, and the modes it applies to. */
+  const char *const bench[] = {"tj-bench", "--help", NULL};
+  run_tool(&r, bench);
+  assert_contains(r.out, "--reps K");
+  assert_contains(r.out, "[1..10000]");
+  assert_contains(r.out, "(--codegen only)");
+}
+END_TEST
+
+START_TEST(version_on_every_tool) {
+  static Run r;
+  char want[64];
+  for (size_t i = 0; i < TJ_COUNTOF(tools); i++) {
+    const char *const argv[] = {tools[i], "--version", NULL};
+    snprintf(want, sizeof want, "%s (tilejit) %s\n", tools[i], tj_version());
+    run_tool(&r, argv);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, want);
+    ck_assert_str_eq(r.err, "");
+  }
+}
+END_TEST
+
+/* A bad flag is 2, whatever the tool; the message names it. */
+START_TEST(usage_errors_exit_2) {
+  static Run r;
+  static const char *const cases[][4] = {
+      {"dump-ptx", "--bogus", NULL, "unknown or ambiguous option '--bogus'"},
+      {"tj-softmax", "-x", NULL, "unknown option '-x'"},
+      {"tj-bench", "--reps", NULL, "--reps needs a value (K)"},
+      {"dump-ptx", "sofmax", NULL, "unexpected argument 'sofmax'"},
+      {"tj-bench", "--codegen=1", NULL, "--codegen=1: this option takes no value"},
+      {"dump-ptx", "softmax", NULL, "softmax needs -n N"},
+      {"dump-ptx", "-n", "8", "give softmax or --ir FILE"},
+      {"tj-softmax", "-m", "8", "-n N is required"}};
+  for (size_t i = 0; i < TJ_COUNTOF(cases); i++) {
+    const char *const argv[] = {cases[i][0], cases[i][1], cases[i][2], NULL};
+    expect_status(&r, argv, 2);
+    assert_contains(r.err, cases[i][3]);
+    assert_contains(r.err, "--help' lists the options");
+  }
+}
+END_TEST
+
+/* No driver (TILEJIT_LIBCUDA names no file) is 3, not 2: the GPU modes say
+ * so, and the modes that need no GPU still run. */
+START_TEST(no_gpu_exits_3) {
+  static Run r;
+  const char *const softmax[] = {"tj-softmax", "-m", "2", "-n", "8", NULL};
+  expect_status(&r, softmax, 3);
+  assert_contains(r.err, "no CUDA driver: run `tj-softmax --interp -m 2 -n 8` instead");
+  const char *const latency[] = {"tj-bench", "--latency", NULL};
+  expect_status(&r, latency, 3);
+  assert_contains(r.err, "tj-bench: no CUDA driver");
+  const char *const interp[] = {"tj-softmax", "--interp", "-m", "2", "-n", "8", NULL};
+  expect_status(&r, interp, 0);
+  assert_contains(r.out, "PASS");
+}
+END_TEST
+
+/* ---- numbers ------------------------------------------------------------ */
 
 START_TEST(dump_ptx_refuses_numbers_out_of_range) {
   char path[4096];
@@ -137,8 +264,8 @@ START_TEST(dump_ptx_refuses_numbers_out_of_range) {
       "dump-ptx", "--ir", path, "-n", "8", "-D", "X=1", "-D", "NUM_WARPS=4294967297", NULL};
   run_tool(&r, too_many_warps);
   ck_assert_int_eq(r.status, 2);
-  assert_contains(r.err, "dump-ptx: bad value for -D: 'NUM_WARPS=4294967297': NUM_WARPS takes a "
-                         "decimal integer from 1 to 32, not '4294967297'");
+  assert_contains(r.err, "dump-ptx: NUM_WARPS takes a decimal integer from 1 to 32, not "
+                         "'4294967297'");
   ck_assert_str_eq(r.out, "");
   const char *const bad[][2] = {{"-D", "BLOCK=0"},
                                 {"-D", "ALIGN=32"},
@@ -164,6 +291,42 @@ START_TEST(dump_ptx_refuses_numbers_out_of_range) {
 }
 END_TEST
 
+/* N is an i32 in the kernel: dump-ptx refuses more, as tj_softmax would. */
+START_TEST(dump_ptx_refuses_n_over_int32) {
+  static Run r;
+  const char *const huge[] = {"dump-ptx", "softmax", "-n", "99999999999", NULL};
+  expect_status(&r, huge, 2);
+  assert_contains(r.err, "dump-ptx: -n takes a decimal integer from 0 to 2147483647, not "
+                         "'99999999999'");
+  const char *const most[] = {"dump-ptx", "softmax", "-n", "2147483647", "--emit", "ir", NULL};
+  expect_status(&r, most, 0);
+  const char *const m[] = {"dump-ptx", "softmax", "-n", "8", "-m", "2147483648", NULL};
+  expect_status(&r, m, 2);
+}
+END_TEST
+
+START_TEST(define_takes_both_spellings) {
+  static Run r;
+  static char joined[OUTPUT_MAX];
+  char path[4096];
+  ir_file(path, sizeof path);
+  const char *const glued[] = {"dump-ptx", "--ir", path, "-n", "8", "-DX=3", NULL};
+  expect_status(&r, glued, 0);
+  memcpy(joined, r.out, sizeof joined);
+  assert_contains(joined, "st.global");
+  const char *const apart[] = {"dump-ptx", "--ir", path, "-n", "8", "-D", "X=3", NULL};
+  expect_status(&r, apart, 0);
+  ck_assert_str_eq(r.out, joined);
+  const char *const builtin[] = {"dump-ptx", "--ir", path, "-n8", "-DX=3", "-DNUM_WARPS=2", NULL};
+  expect_status(&r, builtin, 0);
+  assert_contains(r.out, ".reqntid 64, 1, 1");
+  const char *const no_value[] = {"dump-ptx", "--ir", path, "-n", "8", "-D", "X", NULL};
+  expect_status(&r, no_value, 2);
+  assert_contains(r.err, "-D takes NAME=VALUE, not 'X'");
+  remove(path);
+}
+END_TEST
+
 START_TEST(numbers_are_decimal) {
   static Run r;
   const char *const ten[] = {"dump-ptx", "softmax", "-n", "010", "--emit", "ir", NULL};
@@ -178,7 +341,7 @@ START_TEST(numbers_are_decimal) {
     const char *const softmax[] = {"tj-softmax", "--interp", "-m", "1", "-n", not_decimal[i], NULL};
     run_tool(&r, softmax);
     ck_assert_msg(r.status == 2, "tj-softmax -n '%s': exit %d", not_decimal[i], r.status);
-    assert_contains(r.err, "tj-softmax: bad option or value: -n");
+    assert_contains(r.err, "tj-softmax: -n takes a decimal integer from 0 to 2147483647");
   }
   const char *const softmax_ten[] = {"tj-softmax", "--interp", "-m", "2", "-n",
                                      "010",        "--seed",   "7",  NULL};
@@ -188,7 +351,148 @@ START_TEST(numbers_are_decimal) {
   const char *const bench[] = {"tj-bench", "--codegen", "--iters", "0x10", NULL};
   run_tool(&r, bench);
   ck_assert_int_eq(r.status, 2);
-  assert_contains(r.err, "tj-bench: bad option or value: --iters 0x10");
+  assert_contains(r.err,
+                  "tj-bench: --iters takes a decimal integer from 1 to 100000000, not '0x10'");
+}
+END_TEST
+
+/* ---- files --------------------------------------------------------------- */
+
+START_TEST(ir_dash_reads_stdin) {
+  static Run r;
+  char path[4096];
+  ir_file(path, sizeof path);
+  const char *const argv[] = {"dump-ptx", "--ir", "-", "-n", "8", "-DX=1", "--emit", "ir", NULL};
+  run_with(&r, argv, (Setup){{0, 0}, path});
+  ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+  assert_contains(r.out, "kernel k\n");
+  assert_contains(r.out, "store %0, %1, %3\n");
+  remove(path);
+}
+END_TEST
+
+START_TEST(output_dash_is_stdout) {
+  static Run r;
+  const char *const ptx[] = {"dump-ptx", "softmax", "-n", "8", "-o", "-", NULL};
+  expect_status(&r, ptx, 0);
+  assert_contains(r.out, ".entry tj_softmax(");
+  /* The CSV alone on stdout; the report on stderr. */
+  const char *const csv[] = {"tj-bench", "--codegen", "--iters", "1", "--csv", "-", NULL};
+  expect_status(&r, csv, 0);
+  static const char head[] = "section,m,n,dtype,backend,metric,value,unit\ncodegen,";
+  ck_assert_msg(!strncmp(r.out, head, strlen(head)), "%.1500s", r.out);
+  ck_assert_ptr_null(strstr(r.out, "softmax single"));
+  assert_contains(r.err, "tj-bench --codegen: tj_specialize + tj_emit_ptx");
+}
+END_TEST
+
+/* A NUL byte in a comment before the store: the whole program would parse
+ * without the store if the text stopped there. */
+START_TEST(nul_byte_is_refused) {
+  static Run r;
+  static const char text[] = "kernel k\nconst X\n%y : ptr<f32> = param y\n"
+                             "%i : tile<i32,BLOCK> = arange\n%c : i32 = constexpr X\n"
+                             "%f : f32 = cast %c # \0 a NUL\nstore %y, %i, %f\n";
+  char path[4096];
+  write_file("test_tools_nul.tj", text, sizeof text - 1, path, sizeof path);
+  const char *const argv[] = {"dump-ptx", "--ir", path, "-n", "8", "-DX=1", NULL};
+  expect_status(&r, argv, 1);
+  assert_contains(r.err, "test_tools_nul.tj:6:22: a NUL byte: not a text file");
+  run_with(&r, (const char *const[]){"dump-ptx", "--ir", "-", "-n", "8", "-DX=1", NULL},
+           (Setup){{0, 0}, path});
+  ck_assert_int_eq(r.status, 1);
+  assert_contains(r.err, "<stdin>:6:22: a NUL byte");
+  ck_assert_str_eq(r.out, "");
+  remove(path);
+}
+END_TEST
+
+START_TEST(directory_is_refused) {
+  static Run r;
+  const char *const argv[] = {"dump-ptx", "--ir", TJ_BINARY_DIR "/tests", "-n", "8", NULL};
+  expect_status(&r, argv, 1);
+  assert_contains(r.err, "/tests: is a directory, not a file");
+}
+END_TEST
+
+/* /dev/zero never ends: the reading stops at 64 MiB, as a file or stdin. */
+START_TEST(endless_file_is_refused) {
+  static Run r;
+  const char *const argv[] = {"dump-ptx", "--ir", "/dev/zero", "-n", "8", NULL};
+  expect_status(&r, argv, 1);
+  assert_contains(r.err, "dump-ptx: /dev/zero: over 64 MiB, the most a tool reads");
+  ck_assert_msg(r.seconds < 20.0, "it took %.1f s", r.seconds);
+  const char *const dash[] = {"dump-ptx", "--ir", "-", "-n", "8", NULL};
+  run_with(&r, dash, (Setup){{0, 0}, "/dev/zero"});
+  ck_assert_int_eq(r.status, 1);
+  assert_contains(r.err, "dump-ptx: <stdin>: over 64 MiB");
+}
+END_TEST
+
+/* A file of 64 MiB and a byte (sparse): refused before it is read. */
+START_TEST(file_over_64_mib_is_refused) {
+  static Run r;
+  char path[4096];
+  write_file("test_tools_big.tj", "kernel k\n", 9, path, sizeof path);
+  ck_assert_int_eq(truncate(path, ((off_t)64 << 20) + 1), 0);
+  const char *const argv[] = {"dump-ptx", "--ir", path, "-n", "8", NULL};
+  expect_status(&r, argv, 1);
+  assert_contains(r.err, "test_tools_big.tj: over 64 MiB, the most a tool reads");
+  remove(path);
+}
+END_TEST
+
+/* ---- modes -------------------------------------------------------------- */
+
+START_TEST(option_of_another_mode_is_refused) {
+  static Run r;
+  char path[4096];
+  ir_file(path, sizeof path);
+  static const char *const cases[][5] = {
+      {"tj-bench", "--codegen", "--reps", "3", "--reps does not apply to --codegen"},
+      {"tj-bench", "--latency", "--dtype", "all", "--dtype does not apply to --latency"},
+      {"tj-bench", "--bandwidth", "--iters", "3", "--iters does not apply to --bandwidth"},
+      {"tj-bench", "--codegen", "--latency", NULL, "--codegen and --latency cannot be given"},
+      {"tj-bench", "--n", "1000", "--set=small", "give --set or --n, not both"},
+      {"dump-ptx", "--template", "single", "--ir", "--template does not apply to --ir"},
+      {"dump-ptx", "softmax", "--ir", "-", "softmax and --ir cannot be given together"}};
+  for (size_t i = 0; i < TJ_COUNTOF(cases); i++) {
+    bool ir = cases[i][3] && !strcmp(cases[i][3], "--ir");
+    const char *const argv[] = {cases[i][0], cases[i][1],      cases[i][2],
+                                cases[i][3], ir ? path : NULL, NULL};
+    expect_status(&r, argv, 2);
+    if (cases[i][4]) assert_contains(r.err, cases[i][4]);
+  }
+  const char *const validate_ir[] = {"dump-ptx", "softmax",    "-n8", "--emit",
+                                     "ir",       "--validate", NULL};
+  expect_status(&r, validate_ir, 2);
+  assert_contains(r.err, "--validate applies to --emit ptx only");
+  remove(path);
+}
+END_TEST
+
+/* --csv was ignored by --codegen: now it gets a row per metric and shape. */
+START_TEST(codegen_writes_csv) {
+  static Run r;
+  char path[4096], text[OUTPUT_MAX];
+  snprintf(path, sizeof path, "%s/tests/test_tools_codegen.csv", TJ_BINARY_DIR);
+  remove(path);
+  const char *const argv[] = {"tj-bench", "--codegen", "--iters", "2", "--csv", path, NULL};
+  expect_status(&r, argv, 0);
+  assert_contains(r.out, "softmax single N=1000");
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no CSV at %s", path);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  ck_assert_msg(!strncmp(text, "section,m,n,dtype,backend,metric,value,unit\n", 44), "%.1500s",
+                text);
+  assert_contains(text, "\ncodegen,65536,1000,f32,ptx,codegen_us,");
+  assert_contains(text, "\ncodegen,65536,65536,bf16,ptx,ptx_bytes,");
+  int lines = 0;
+  for (const char *p = text; (p = strchr(p, '\n')); p++) lines++;
+  ck_assert_int_eq(lines, 1 + 2 * 3 * 4); /* header, N x dtype x metric */
+  remove(path);
 }
 END_TEST
 
@@ -213,12 +517,35 @@ END_TEST
 
 static Suite *tools_suite(void) {
   Suite *s = suite_create("tools");
+  TCase *conventions = tcase_create("conventions");
+  tcase_set_timeout(conventions, 60);
+  tcase_add_test(conventions, help_goes_to_stdout);
+  tcase_add_test(conventions, version_on_every_tool);
+  tcase_add_test(conventions, usage_errors_exit_2);
+  tcase_add_test(conventions, no_gpu_exits_3);
+  suite_add_tcase(s, conventions);
   TCase *c = tcase_create("arguments");
   tcase_set_timeout(c, 60);
   tcase_add_test(c, dump_ptx_refuses_numbers_out_of_range);
+  tcase_add_test(c, dump_ptx_refuses_n_over_int32);
+  tcase_add_test(c, define_takes_both_spellings);
   tcase_add_test(c, numbers_are_decimal);
   tcase_add_test(c, tj_softmax_says_what_it_cannot_allocate);
   suite_add_tcase(s, c);
+  TCase *files = tcase_create("files");
+  tcase_set_timeout(files, 60);
+  tcase_add_test(files, ir_dash_reads_stdin);
+  tcase_add_test(files, output_dash_is_stdout);
+  tcase_add_test(files, nul_byte_is_refused);
+  tcase_add_test(files, directory_is_refused);
+  tcase_add_test(files, endless_file_is_refused);
+  tcase_add_test(files, file_over_64_mib_is_refused);
+  suite_add_tcase(s, files);
+  TCase *modes = tcase_create("modes");
+  tcase_set_timeout(modes, 60);
+  tcase_add_test(modes, option_of_another_mode_is_refused);
+  tcase_add_test(modes, codegen_writes_csv);
+  suite_add_tcase(s, modes);
   return s;
 }
 

@@ -1,252 +1,157 @@
 /*
- * dump-ptx — prints the PTX (or the specialized IR) tilejit generates for a
- * program. Needs no GPU and no driver.
+ * dump-ptx — prints the PTX (or the specialized IR, or the CUDA C) tilejit
+ * generates for a program. Needs no GPU and no driver.
  *
  *   dump-ptx softmax -n N [-m M] [--template auto|single|online] [options]
  *   dump-ptx --ir FILE.tj [-D NAME=VALUE ...] [-n N] [options]
  *
- * options: --warps W, --block B, --arch sm_XX, --dtype f32|f16|bf16,
- *          --align BYTES (default 16: 16-byte aligned rows), --emit ir|ptx|cuda,
- *          --backend ptx|nvrtc, --annotate, -o FILE|- , --validate, --version
+ * The options are the table below (dump-ptx --help prints it): each takes
+ * a decimal integer of its range or one of its words; -D BLOCK, NUM_WARPS,
+ * ALIGN, CLUSTER and SPLIT take the ranges of --block, --warps, --align,
+ * --cluster and --split, other constants any int64 (the library checks the
+ * rest). --backend nvrtc prints the PTX NVRTC makes of the CUDA C lowering,
+ * and --emit cuda that CUDA C (needs no NVRTC). FILE.tj may be - (stdin);
+ * it must be text (no NUL byte) of at most 64 MiB.
  *
- * --backend nvrtc prints the PTX NVRTC makes of the CUDA C lowering, and
- * --emit cuda that CUDA C (needs no NVRTC).
  * PTX goes to stdout unless -o names a file; diagnostics go to stderr. The
  * same arguments always give byte-identical output. --validate assembles
  * the PTX with ptxas -v (from $PATH, $CUDA_HOME/bin or the default toolkit)
  * and prints its register and spill report on stderr.
  *
- * Numbers are decimal integers ("-n 010" is ten) within each option's
- * range; -D BLOCK, NUM_WARPS and ALIGN take the ranges of --block, --warps
- * and --align, other constants any int64 (the library checks the rest). A
- * value out of range is a usage error that says the range.
- *
- * Exit status: 0 success (a spill is reported as a warning), 1 failure
- * (including ptxas rejecting the PTX), 2 usage error.
+ * Exit status (tools/common/cli.h): 0 success (a spill is reported as a
+ * warning), 1 failure (a bad input file, a library error, ptxas rejecting
+ * the PTX), 2 usage error.
  */
+#include "cli.h"
 #include "codegen/codegen.h"
 #include "tilejit.h"
 
-#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_BINDINGS 32
 
-typedef enum Emit { EMIT_PTX, EMIT_IR, EMIT_CUDA } Emit;
+enum { MODE_SOFTMAX = 1, MODE_IR };
+typedef enum Emit { EMIT_PTX, EMIT_IR, EMIT_CUDA } Emit; /* the order of emit_names */
 
 /* Backends: each turns a spec into text. Others plug in here. */
 typedef tj_status (*EmitFn)(tj_spec *, const tj_codegen_options *, char **, tj_kernel_info *);
-static const struct {
-  const char *name;
-  EmitFn emit;
-} backends[] = {{"ptx", tj_emit_ptx}, {"nvrtc", tj_nvrtc_ptx}};
+static const EmitFn backends[] = {tj_emit_ptx, tj_nvrtc_ptx};
 
 typedef struct Options {
-  const char *ir_file; /* NULL: softmax */
-  tj_softmax_template which;
+  int mode;
+  const char *ir_file;
+  int which; /* tj_softmax_template */
   int64_t n, m, block;
   int warps, align, arch, backend, cluster, split;
-  tj_dtype dtype;
-  Emit emit;
+  int dtype; /* tj_dtype */
+  int emit;  /* Emit */
   int annotate, validate;
   const char *output;
   tj_binding bindings[MAX_BINDINGS];
   int nbindings;
-  char why[160]; /* what was wrong with a bad value, if more than "bad value" */
 } Options;
 
-static void usage(void) {
-  fprintf(stderr, "usage: dump-ptx softmax -n N [-m M] [--template auto|single|online] [options]\n"
-                  "       dump-ptx --ir FILE.tj [-D NAME=VALUE ...] [-n N] [options]\n"
-                  "options:\n"
-                  "  --warps W        NUM_WARPS (1, 2, 4, ..., 32; default: tilejit's table)\n"
-                  "  --block B        BLOCK (default: next_pow2(N); online softmax: its chunk)\n"
-                  "  --arch sm_XX     target (default sm_90)\n"
-                  "  --dtype T        f32, f16 or bf16 (default f32)\n"
-                  "  --align BYTES    alignment of pointers and row strides (default 16)\n"
-                  "  --cluster C      CLUSTER: CTAs of a cluster per row (sm_90; default 1)\n"
-                  "  --split S        SPLIT: clusters (or CTAs) of the grid per row (default 1)\n"
-                  "  --emit ir|ptx|cuda  what to print (default ptx; cuda: the NVRTC backend's C)\n"
-                  "  --backend ptx|nvrtc  code generator (default ptx)\n"
-                  "  --annotate       interleave the IR instruction of each group of lines\n"
-                  "  -o FILE          write to FILE (- for stdout)\n"
-                  "  --validate       assemble with ptxas -v and print its report on stderr\n"
-                  "  --version        print the version\n");
-}
+static const char *const template_names[] = {"auto", "single", "online", NULL};
+static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
+static const char *const emit_names[] = {"ptx", "ir", "cuda", NULL};
+static const char *const backend_names[] = {"ptx", "nvrtc", NULL};
 
-/* The numbers: options, and the built-in constants of -D. */
-static const struct {
-  const char *name;
-  int64_t lo, hi;
-} ranges[] = {
-    {"-n", 0, INT64_MAX / 2}, {"-m", 0, INT64_MAX / 2}, {"--block", 1, 1 << 30},
-    {"--warps", 1, 32},       {"--align", 1, 16},       {"--cluster", 1, 16},
-    {"--split", 1, 1024},     {"BLOCK", 1, 1 << 30},    {"NUM_WARPS", 1, 32},
-    {"ALIGN", 1, 16},         {"CLUSTER", 1, 16},       {"SPLIT", 1, 1024},
+/* clang-format off */
+#define AT(f) offsetof(Options, f)
+static const CliOption option_table[] = {
+    {.name = "softmax", .kind = CLI_WORD, .mode = MODE_SOFTMAX,
+     .help = "tilejit's softmax, as tj_softmax plans it for M rows"},
+    {.name = "ir", .kind = CLI_TEXT, .offset = AT(ir_file), .mode = MODE_IR, .value = "FILE",
+     .help = "a program in text form (- for stdin)"},
+    {.letter = 'n', .kind = CLI_INT64, .offset = AT(n), .lo = 0, .hi = INT32_MAX, .value = "N",
+     .needed = CLI_MODE(MODE_SOFTMAX), .help = "the row width N (BLOCK defaults to next_pow2(N))"},
+    {.letter = 'm', .kind = CLI_INT64, .offset = AT(m), .lo = 0, .hi = INT32_MAX, .value = "M",
+     .help = "rows: the plan's M (default 65536) and the launch line"},
+    {.letter = 'D', .kind = CLI_CUSTOM, .value = "NAME=VALUE",
+     .help = "bind the constant NAME (-DNAME=VALUE too)"},
+    {.name = "template", .kind = CLI_CHOICE, .offset = AT(which), .choices = template_names,
+     .modes = CLI_MODE(MODE_SOFTMAX), .value = "T", .help = "auto, single or online"},
+    {.name = "warps", .kind = CLI_INT, .offset = AT(warps), .lo = 1, .hi = 32, .value = "W",
+     .help = "NUM_WARPS (default: tilejit's table)"},
+    {.name = "block", .kind = CLI_INT64, .offset = AT(block), .lo = 1, .hi = 1 << 30,
+     .value = "B", .help = "BLOCK (default next_pow2(N); online softmax: its chunk)"},
+    {.name = "arch", .kind = CLI_ARCH, .offset = AT(arch), .value = "sm_XX",
+     .help = "the target (default sm_90)"},
+    {.name = "dtype", .kind = CLI_CHOICE, .offset = AT(dtype), .choices = dtype_names,
+     .value = "T", .help = "f32, f16 or bf16 (default f32)"},
+    {.name = "align", .kind = CLI_INT, .offset = AT(align), .lo = 1, .hi = 16, .value = "BYTES",
+     .help = "alignment of pointers and row strides (default 16)"},
+    {.name = "cluster", .kind = CLI_INT, .offset = AT(cluster), .lo = 1, .hi = 16, .value = "C",
+     .help = "CLUSTER: CTAs of a cluster per row (sm_90; default 1)"},
+    {.name = "split", .kind = CLI_INT, .offset = AT(split), .lo = 1, .hi = 1024, .value = "S",
+     .help = "SPLIT: clusters (or CTAs) of the grid per row (default 1)"},
+    {.name = "emit", .kind = CLI_CHOICE, .offset = AT(emit), .choices = emit_names,
+     .value = "WHAT", .help = "ptx, ir or cuda (the NVRTC backend's C); default ptx"},
+    {.name = "backend", .kind = CLI_CHOICE, .offset = AT(backend), .choices = backend_names,
+     .value = "B", .help = "the code generator of --emit ptx: ptx or nvrtc (default ptx)"},
+    {.name = "annotate", .kind = CLI_FLAG, .offset = AT(annotate),
+     .help = "interleave the IR instruction of each group of lines"},
+    {.letter = 'o', .kind = CLI_TEXT, .offset = AT(output), .value = "FILE",
+     .help = "write to FILE (default and -: stdout)"},
+    {.name = "validate", .kind = CLI_FLAG, .offset = AT(validate),
+     .help = "assemble with ptxas -v and print its report on stderr"},
+};
+/* clang-format on */
+
+static bool parse_binding(void *, const CliOption *, char *, char *, size_t);
+
+static const CliTool tool = {
+    .name = "dump-ptx",
+    .usage = "dump-ptx softmax -n N [-m M] [--template auto|single|online] [options]\n"
+             "       dump-ptx --ir FILE.tj [-D NAME=VALUE ...] [-n N] [options]",
+    .about = "-D BLOCK, NUM_WARPS, ALIGN, CLUSTER and SPLIT take the ranges of --block,\n"
+             "--warps, --align, --cluster and --split; other constants any int64.\n"
+             "Output goes to stdout unless -o names a file; diagnostics to stderr.\n",
+    .options = option_table,
+    .count = sizeof option_table / sizeof option_table[0],
+    .mode_offset = AT(mode),
+    .custom = parse_binding,
 };
 
-/* A decimal integer in name's range (any int64 for a name not listed). */
-static bool parse_int(Options *o, const char *name, const char *text, int64_t *out) {
-  int64_t lo = INT64_MIN, hi = INT64_MAX;
-  for (size_t i = 0; i < TJ_COUNTOF(ranges); i++)
-    if (!strcmp(name, ranges[i].name)) lo = ranges[i].lo, hi = ranges[i].hi;
-  if (tj_parse_decimal(text, lo, hi, out)) return true;
-  snprintf(o->why, sizeof o->why, "%s takes a decimal integer from %lld to %lld, not '%.32s'", name,
-           (long long)lo, (long long)hi, text);
-  return false;
-}
-
-static bool parse_arch(Options *o, const char *text) {
-  int64_t v;
-  if (strncmp(text, "sm_", 3) == 0) text += 3;
-  if (!tj_parse_decimal(text, 1, 1000, &v) || !cg_arch_find((int)v)) return false;
-  o->arch = (int)v;
-  return true;
-}
-
-static bool parse_dtype(const char *text, tj_dtype *d) {
-  for (int i = 0; i < TJ_DTYPE_COUNT; i++)
-    if (strcmp(text, ir_dtype_name((tj_dtype)i)) == 0) {
-      *d = (tj_dtype)i;
-      return true;
-    }
-  return false;
-}
-
-static bool parse_template(const char *text, tj_softmax_template *t) {
-  static const char *const names[] = {"auto", "single", "online"};
-  for (int i = 0; i < 3; i++)
-    if (strcmp(text, names[i]) == 0) {
-      *t = (tj_softmax_template)i;
-      return true;
-    }
-  return false;
-}
-
 /* -D NAME=VALUE: the built-in constants go to their options. */
-static bool parse_binding(Options *o, char *text) {
+static bool parse_binding(void *opts, const CliOption *opt, char *text, char *why, size_t size) {
+  static const char *const builtins[][2] = {{"BLOCK", "block"},
+                                            {"NUM_WARPS", "warps"},
+                                            {"ALIGN", "align"},
+                                            {"CLUSTER", "cluster"},
+                                            {"SPLIT", "split"}};
+  Options *o = opts;
   char *eq = strchr(text, '=');
   int64_t v;
-  if (!eq || eq == text) return false;
+  (void)opt;
+  if (!eq || eq == text)
+    return snprintf(why, size, "-D takes NAME=VALUE, not '%.40s'", text), false;
   *eq = '\0'; /* text is the name now */
-  if (!parse_int(o, text, eq + 1, &v)) return *eq = '=', false;
-  if (strcmp(text, "BLOCK") == 0)
-    o->block = v;
-  else if (strcmp(text, "NUM_WARPS") == 0)
-    o->warps = (int)v;
-  else if (strcmp(text, "ALIGN") == 0)
-    o->align = (int)v;
-  else if (strcmp(text, "CLUSTER") == 0)
-    o->cluster = (int)v;
-  else if (strcmp(text, "SPLIT") == 0)
-    o->split = (int)v;
-  else if (o->nbindings < MAX_BINDINGS)
-    o->bindings[o->nbindings++] = (tj_binding){text, v};
-  else
-    return false;
+  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+    if (!strcmp(text, builtins[i][0]))
+      return cli_set(&tool, cli_find(&tool, builtins[i][1]), o, eq + 1, text, why, size);
+  if (!tj_parse_decimal(eq + 1, INT64_MIN, INT64_MAX, &v))
+    return snprintf(why, size, "%s takes a decimal integer from %lld to %lld, not '%.40s'", text,
+                    (long long)INT64_MIN, (long long)INT64_MAX, eq + 1),
+           false;
+  if (o->nbindings == MAX_BINDINGS)
+    return snprintf(why, size, "at most %d constants may be bound with -D", MAX_BINDINGS), false;
+  o->bindings[o->nbindings++] = (tj_binding){text, v};
   return true;
 }
 
-static bool parse_backend(const char *text, int *backend) {
-  for (size_t i = 0; i < TJ_COUNTOF(backends); i++)
-    if (strcmp(text, backends[i].name) == 0) {
-      *backend = (int)i;
-      return true;
-    }
-  return false;
-}
-
-/* One option with a value; false on a bad value. */
-static bool parse_valued(Options *o, const char *opt, char *val) {
-  int64_t v;
-  if (!strcmp(opt, "-n")) return parse_int(o, opt, val, &o->n);
-  if (!strcmp(opt, "-m")) return parse_int(o, opt, val, &o->m);
-  if (!strcmp(opt, "--block")) return parse_int(o, opt, val, &o->block);
-  if (!strcmp(opt, "--warps")) return parse_int(o, opt, val, &v) && (o->warps = (int)v, true);
-  if (!strcmp(opt, "--align")) return parse_int(o, opt, val, &v) && (o->align = (int)v, true);
-  if (!strcmp(opt, "--cluster")) return parse_int(o, opt, val, &v) && (o->cluster = (int)v, true);
-  if (!strcmp(opt, "--split")) return parse_int(o, opt, val, &v) && (o->split = (int)v, true);
-  if (!strcmp(opt, "--arch")) return parse_arch(o, val);
-  if (!strcmp(opt, "--dtype")) return parse_dtype(val, &o->dtype);
-  if (!strcmp(opt, "--template")) return parse_template(val, &o->which);
-  if (!strcmp(opt, "--backend")) return parse_backend(val, &o->backend);
-  if (!strcmp(opt, "--ir")) return (o->ir_file = val) != NULL;
-  if (!strcmp(opt, "-o")) return (o->output = val) != NULL;
-  if (!strcmp(opt, "-D")) return parse_binding(o, val);
-  if (!strcmp(opt, "--emit")) {
-    if (!strcmp(val, "ptx"))
-      o->emit = EMIT_PTX;
-    else if (!strcmp(val, "ir"))
-      o->emit = EMIT_IR;
-    else if (!strcmp(val, "cuda"))
-      o->emit = EMIT_CUDA;
-    else
-      return false;
-    return true;
-  }
-  return false;
-}
-
-static bool takes_value(const char *opt) {
-  static const char *const valued[] = {"-n",     "-m",      "--block",    "--warps",   "--align", "--cluster", "--split",
-                                       "--arch", "--dtype", "--template", "--backend", "--ir",
-                                       "-o",     "-D",      "--emit"};
-  for (size_t i = 0; i < TJ_COUNTOF(valued); i++)
-    if (!strcmp(opt, valued[i])) return true;
-  return false;
-}
-
-/* Returns 0 to go on, 2 on a usage error, -1 after --version or --help. */
-static int parse_args(int argc, char **argv, Options *o) {
-  bool softmax = false, have_n = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--version")) return printf("dump-ptx (tilejit) %s\n", TJ_VERSION_STRING), -1;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(), -1;
-    if (!strcmp(a, "softmax"))
-      softmax = true;
-    else if (!strcmp(a, "--annotate"))
-      o->annotate = 1;
-    else if (!strcmp(a, "--validate"))
-      o->validate = 1;
-    else if (takes_value(a) && i + 1 < argc && parse_valued(o, a, argv[i + 1]))
-      have_n |= !strcmp(a, "-n"), i++;
-    else if (takes_value(a) && i + 1 < argc)
-      return fprintf(stderr, "dump-ptx: bad value for %s: '%s'%s%s\n", a, argv[i + 1],
-                     o->why[0] ? ": " : "", o->why),
-             usage(), 2;
-    else
-      return fprintf(stderr, "dump-ptx: bad argument '%s'\n", a), usage(), 2;
-  }
-  if (softmax == (o->ir_file != NULL))
-    return fprintf(stderr, "dump-ptx: give either softmax or --ir FILE\n"), usage(), 2;
-  if (softmax && !have_n) return fprintf(stderr, "dump-ptx: softmax needs -n N\n"), usage(), 2;
-  return 0;
-}
-
-/* The whole file, NUL bytes included; NULL after saying why. */
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return fprintf(stderr, "dump-ptx: cannot read %s: %s\n", path, strerror(errno)), NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *text = malloc(cap), *grown;
-  while (text && (n += fread(text + n, 1, cap - n, f)) == cap) {
-    if (!(grown = realloc(text, 2 * cap))) free(text);
-    text = grown, cap *= 2;
-  }
-  bool failed = ferror(f) != 0;
-  fclose(f);
-  if (!text) {
-    fprintf(stderr, "dump-ptx: cannot allocate %zu bytes to read %s\n", cap, path);
-  } else if (failed) {
-    fprintf(stderr, "dump-ptx: cannot read %s\n", path);
-    free(text);
-    text = NULL;
-  }
-  *len = n;
-  return text;
+/* What the table cannot say: options of one --emit. */
+static int check_args(const Options *o) {
+  if (o->validate && o->emit != EMIT_PTX)
+    return cli_usage_error(&tool, "--validate applies to --emit ptx only");
+  if (o->backend && o->emit != EMIT_PTX)
+    return cli_usage_error(&tool, "--backend applies to --emit ptx only");
+  if (o->annotate && o->emit == EMIT_IR)
+    return cli_usage_error(&tool, "--annotate applies to --emit ptx and cuda only");
+  return -1;
 }
 
 /* Softmax as tj_softmax would run it for M rows (-m, default 65536) on a
@@ -255,31 +160,38 @@ static char *read_file(const char *path, size_t *len) {
 static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options *so) {
   tj_device_info device;
   tj_softmax_options options = {.num_warps = o->warps,
-                                .which_template = o->which,
+                                .which_template = (tj_softmax_template)o->which,
                                 .cluster = o->cluster,
                                 .split = o->split};
   tj_softmax_plan plan;
   tj_status st = tj_device_nominal(o->arch, &device);
   if (st == TJ_OK)
-    st = tj_softmax_plan_for(&device, o->dtype, o->m ? o->m : 65536, o->n, &options, &plan);
+    st = tj_softmax_plan_for(&device, (tj_dtype)o->dtype, o->m ? o->m : 65536, o->n, &options,
+                             &plan);
   if (st == TJ_OK && o->block) plan.block = o->block;
   if (st == TJ_OK) st = tj_softmax_program(plan.which, o->n, p);
-  if (st == TJ_OK && (st = tj_softmax_spec_options(&plan, o->dtype, o->n, so)) != TJ_OK)
-    fprintf(stderr, "dump-ptx: BLOCK %lld does not cover n = %lld\n", (long long)plan.block,
-            (long long)o->n);
+  if (st == TJ_OK && (st = tj_softmax_spec_options(&plan, (tj_dtype)o->dtype, o->n, so)) != TJ_OK)
+    fprintf(stderr, "dump-ptx: %s: BLOCK %lld does not cover n = %lld\n", tj_status_string(st),
+            (long long)plan.block, (long long)o->n);
+  else if (st != TJ_OK)
+    fprintf(stderr,
+            "dump-ptx: %s: no softmax plan for n = %lld (a single tile holds at most 2^30)\n",
+            tj_status_string(st), (long long)o->n);
   return st;
 }
 
+/* The program of --ir: text of at most 64 MiB with no NUL byte (a NUL
+ * would cut it short for any reader that stops there). */
 static tj_status load_program(const Options *o, tj_program **p, tj_spec_options *so) {
   memset(so, 0, sizeof *so);
-  if (!o->ir_file) return load_softmax(o, p, so);
+  if (o->mode == MODE_SOFTMAX) return load_softmax(o, p, so);
   size_t len = 0;
-  char *text = read_file(o->ir_file, &len);
+  char *text = cli_read_text(tool.name, o->ir_file, &len);
   if (!text) return TJ_ERR_INVALID_ARGUMENT;
   tj_status st = tj_program_parse(text, len, p);
   free(text);
   so->n = o->n;
-  so->dtype = o->dtype;
+  so->dtype = (tj_dtype)o->dtype;
   return st;
 }
 
@@ -305,12 +217,10 @@ static int validate(const char *ptx, int arch) {
 }
 
 static int write_output(const Options *o, const char *text) {
-  bool to_stdout = !o->output || !strcmp(o->output, "-");
-  FILE *f = to_stdout ? stdout : fopen(o->output, "wb");
-  if (!f) return fprintf(stderr, "dump-ptx: cannot write %s: %s\n", o->output, strerror(errno)), 1;
-  bool ok = fputs(text, f) >= 0;
-  ok = (to_stdout ? fflush(f) : fclose(f)) == 0 && ok;
-  return ok ? 0 : (fprintf(stderr, "dump-ptx: write error\n"), 1);
+  FILE *f = cli_open_output(tool.name, o->output);
+  if (!f) return CLI_EXIT_FAILED;
+  fputs(text, f);
+  return cli_close_output(tool.name, o->output, f) ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
 static int generate(const Options *o, tj_spec *s) {
@@ -319,7 +229,7 @@ static int generate(const Options *o, tj_spec *s) {
   tj_kernel_info info;
   tj_status st = o->emit == EMIT_IR     ? tj_spec_print(s, &text)
                  : o->emit == EMIT_CUDA ? tj_emit_cuda(s, &co, &text, &info)
-                                        : backends[o->backend].emit(s, &co, &text, &info);
+                                        : backends[o->backend](s, &co, &text, &info);
   if (st != TJ_OK) {
     fprintf(stderr, "dump-ptx: %s: %s\n", tj_status_string(st), tj_spec_error(s));
     return 1;
@@ -328,8 +238,8 @@ static int generate(const Options *o, tj_spec *s) {
   if (rc == 0 && o->emit == EMIT_PTX && o->m > 0) {
     const tj_launch_shape *sh = &info.shape;
     long long groups = (o->m + sh->programs_per_cta - 1) / sh->programs_per_cta;
-    fprintf(stderr, "dump-ptx: launch %s with %d threads per CTA, %lld CTAs for M = %lld%s", info.entry,
-            sh->threads, groups * sh->ctas_per_program, (long long)o->m,
+    fprintf(stderr, "dump-ptx: launch %s with %d threads per CTA, %lld CTAs for M = %lld%s",
+            info.entry, sh->threads, groups * sh->ctas_per_program, (long long)o->m,
             sh->all_ctas ? "" : " (or as many as the device holds, striding over the rest)");
     if (sh->ctas_per_program > 1)
       fprintf(stderr, "; %d a row%s%s", sh->ctas_per_program, sh->cluster > 1 ? " in clusters" : "",
@@ -346,17 +256,20 @@ int main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.align = 16;
   o.arch = CG_DEFAULT_ARCH;
-  int rc = parse_args(argc, argv, &o);
-  if (rc) return rc < 0 ? 0 : rc;
+  int rc = cli_parse(&tool, argc, argv, &o);
+  if (rc < 0) rc = check_args(&o);
+  if (rc >= 0) return rc;
+  rc = CLI_EXIT_OK;
   tj_program *p = NULL;
   tj_spec_options so;
   tj_status st = load_program(&o, &p, &so);
   if (st != TJ_OK) {
-    fprintf(stderr, "dump-ptx: %s: %s\n", tj_status_string(st), p ? tj_program_error(p) : "");
+    if (p && o.mode == MODE_IR) /* else load_softmax or cli_read_text said why */
+      fprintf(stderr, "dump-ptx: %s: %s\n", tj_status_string(st), tj_program_error(p));
     tj_program_destroy(p);
     return 1;
   }
-  if (o.ir_file) {
+  if (o.mode == MODE_IR) {
     so.block = o.block;
     so.num_warps = o.warps;
     so.cluster = o.cluster;

@@ -2,14 +2,19 @@
  * tj-bench — tilejit's benchmarks. One mode per run; --bandwidth is the
  * default, and only --codegen runs without a CUDA driver and GPU.
  *
- *   tj-bench --codegen   [--iters K] [--arch sm_XX]
- *   tj-bench --bandwidth [--set large|small|wide|huge|all] [--n LIST] [--m M]
+ *   tj-bench --codegen   [--iters K] [--arch sm_XX] [--csv FILE]
+ *   tj-bench --bandwidth [--set large|small|wide|huge|all | --n LIST] [--m M]
  *                        [--dtype f32|f16|bf16|all] [--backend ptx|nvrtc|both]
  *                        [--warps W] [--cluster C] [--split S] [--template T]
  *                        [--reps K] [--csv FILE]
- *   tj-bench --latency   [--csv FILE]
+ *   tj-bench --latency   [--warps W] [--cluster C] [--split S] [--template T]
+ *                        [--csv FILE]
  *   tj-bench --all       (--latency, then --bandwidth; bandwidth options apply)
- *   tj-bench --warm-start (alone; see its section below)
+ *   tj-bench --warm-start (see its section below)
+ *
+ * The options are the table at the end (tj-bench --help prints it, with
+ * the modes each applies to); an option of another mode is a usage error.
+ * --csv - writes the CSV alone to stdout, and the report to stderr.
  *
  * --codegen times tj_specialize + tj_emit_ptx (what a cache miss costs
  * before the driver's JIT) for N = 1000 and 65536, each of K runs alone.
@@ -48,11 +53,13 @@
  * calls without synchronization) beside tj_launch and a raw cuLaunchKernel
  * of the same kernel.
  *
- * Exit status: 0 success; 1 a correctness check failed, or a library or
- * driver error; 2 a usage error, or no CUDA driver or GPU.
+ * Exit status (tools/common/cli.h): 0 success; 1 a correctness check
+ * failed, or a library or driver error; 2 a usage error; 3 no CUDA driver
+ * or GPU.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv, gmtime_r */
 
+#include "cli.h"
 #include "tilejit.h"
 #include "runtime/runtime.h" /* the driver table: events, raw launches */
 
@@ -60,6 +67,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,20 +101,21 @@ static void *allocate(size_t count, size_t size, const char *what) {
 #define TARGET_COLD_MS      25.0
 #define TARGET_LAUNCH_US    3.0
 
-enum Mode { MODE_CODEGEN, MODE_BANDWIDTH, MODE_LATENCY, MODE_ALL };
-enum { SET_LARGE = 1, SET_SMALL = 2, SET_WIDE = 4, SET_HUGE = 8, SET_COUNT = 4 };
+enum Mode { MODE_CODEGEN = 1, MODE_BANDWIDTH, MODE_LATENCY, MODE_ALL, MODE_WARM_START };
+enum { SET_LARGE = 1, SET_SMALL = 2, SET_WIDE = 4, SET_HUGE = 8 };
 
 typedef struct Options {
   int mode;
-  long iters;    /* --codegen runs */
+  int iters;     /* --codegen runs */
   int arch;      /* --codegen target */
-  unsigned sets; /* SET_* bits */
+  unsigned sets; /* SET_* bits; 0: SET_LARGE unless --n */
   int64_t n_list[MAX_LIST];
   int n_count;
   int64_t m;                 /* 0: the set's M, or the 256 MiB rule with --n */
   unsigned dtypes, backends; /* one bit per tj_dtype, per tj_backend */
   int reps;
   const char *csv_path;
+  int which_template;      /* --template, for plan */
   tj_softmax_options plan; /* --warps, --cluster, --split, --template (backend unused) */
 } Options;
 
@@ -115,10 +124,14 @@ typedef struct Shape {
 } Shape;
 
 static const char *const dtype_names[TJ_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+static const char *const dtype_choices[] = {"f32", "f16", "bf16", "all", NULL};
 static const size_t dtype_sizes[TJ_DTYPE_COUNT] = {4, 2, 2};
 static const double rtols[TJ_DTYPE_COUNT] = {1.3e-6, 1e-3, 1.6e-2};
 static const double abs_tol = 1e-5; /* atol of every dtype */
 static const char *const backend_names[TJ_BACKEND_COUNT] = {"ptx", "nvrtc"};
+static const char *const backend_choices[] = {"ptx", "nvrtc", "both", NULL};
+static const char *const set_choices[] = {"large", "small", "wide", "huge", "all", NULL};
+static const char *const template_choices[] = {"auto", "single", "online", NULL};
 static const int64_t large_ns[] = {32,   64,   128,  256,   500,   512,   1000,   1024,
                                    2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144};
 static const Shape small_shapes[] = {{1024, 512},   {1024, 1024}, {1024, 2048},
@@ -181,6 +194,29 @@ static void set(void *buf, tj_dtype d, int64_t i, double v) {
     ((uint16_t *)buf)[i] = tj_f32_to_bf16((float)v);
 }
 
+/* ---- CSV ---------------------------------------------------------------- */
+
+/* One CSV line: section,m,n,dtype,backend,metric,value,unit. */
+typedef struct CsvKey {
+  const char *section;
+  int64_t m, n;
+  const char *dtype, *backend;
+} CsvKey;
+
+/* The file of --csv with its header; NULL after saying why. --csv - takes
+ * stdout for the CSV alone, and the report goes to stderr. */
+static FILE *csv_open(const char *path) {
+  FILE *f = strcmp(path, "-") ? cli_open_output("tj-bench", path) : cli_take_stdout("tj-bench");
+  if (f) fprintf(f, "section,m,n,dtype,backend,metric,value,unit\n");
+  return f;
+}
+
+static void csv_row(FILE *f, const CsvKey *k, const char *metric, double value, const char *unit) {
+  if (!f) return;
+  fprintf(f, "%s,%lld,%lld,%s,%s,%s,%.6g,%s\n", k->section, (long long)k->m, (long long)k->n,
+          k->dtype, k->backend, metric, value, unit);
+}
+
 /* ---- --codegen --------------------------------------------------------- */
 
 typedef struct CodegenStats {
@@ -233,21 +269,34 @@ static int codegen_stats(int64_t n, tj_dtype dtype, int arch, long runs, Codegen
   return rc;
 }
 
+/* One line of --codegen, and its CSV rows (M is the plan's). */
+static int codegen_row(const Options *opt, int64_t n, tj_dtype d, FILE *csv) {
+  CodegenStats s;
+  if (codegen_stats(n, d, opt->arch, opt->iters, &s)) return 1;
+  printf("softmax %-6s N=%-6lld %-5s BLOCK=%-5lld cluster %-2d split %-3d median %7.1f us   "
+         "p10 %7.1f us   p90 %7.1f us   %zu bytes of PTX\n",
+         s.plan.which == TJ_SOFTMAX_SINGLE ? "single" : "online", (long long)n, dtype_names[d],
+         (long long)s.block, s.plan.cluster, s.plan.split, s.median, s.p10, s.p90, s.bytes);
+  CsvKey key = {"codegen", 65536, n, dtype_names[d], "ptx"};
+  csv_row(csv, &key, "codegen_us", s.median, "us");
+  csv_row(csv, &key, "codegen_p10_us", s.p10, "us");
+  csv_row(csv, &key, "codegen_p90_us", s.p90, "us");
+  csv_row(csv, &key, "ptx_bytes", (double)s.bytes, "bytes");
+  return 0;
+}
+
 static int run_codegen(const Options *opt) {
   static const int64_t ns[] = {1000, 65536};
-  printf("tj-bench --codegen: tj_specialize + tj_emit_ptx, sm_%d, %ld runs each\n", opt->arch,
+  FILE *csv = NULL;
+  int rc = 0;
+  if (opt->csv_path && !(csv = csv_open(opt->csv_path))) return CLI_EXIT_FAILED;
+  printf("tj-bench --codegen: tj_specialize + tj_emit_ptx, sm_%d, %d runs each\n", opt->arch,
          opt->iters);
-  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-      CodegenStats s;
-      if (codegen_stats(ns[i], (tj_dtype)d, opt->arch, opt->iters, &s)) return 1;
-      printf("softmax %-6s N=%-6lld %-5s BLOCK=%-5lld cluster %-2d split %-3d median %7.1f us   "
-             "p10 %7.1f us   p90 %7.1f us   %zu bytes of PTX\n",
-             s.plan.which == TJ_SOFTMAX_SINGLE ? "single" : "online", (long long)ns[i],
-             dtype_names[d], (long long)s.block, s.plan.cluster, s.plan.split, s.median, s.p10,
-             s.p90, s.bytes);
-    }
-  return 0;
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0] && !rc; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT && !rc; d++) rc = codegen_row(opt, ns[i], (tj_dtype)d, csv);
+  fflush(stdout);
+  if (csv && !cli_close_output("tj-bench", opt->csv_path, csv)) rc = CLI_EXIT_FAILED;
+  return rc;
 }
 
 /* ---- the GPU: context, events, CSV ---------------------------------- */
@@ -294,7 +343,7 @@ static int no_driver(tj_status st) {
     if (!strncmp(why, prefixes[i], strlen(prefixes[i]))) why += strlen(prefixes[i]);
   fprintf(stderr, "tj-bench: %s (%s); only --codegen runs here\n",
           st == TJ_ERR_NO_DRIVER ? "no CUDA driver" : "no CUDA GPU", why);
-  return 2;
+  return CLI_EXIT_NO_GPU;
 }
 
 static bool create_events(Bench *b) {
@@ -310,7 +359,8 @@ static bool create_events(Bench *b) {
   return true;
 }
 
-/* The context (2 without a driver or GPU), events, flush scratch, CSV. */
+/* The context (CLI_EXIT_NO_GPU without a driver or GPU), events, flush
+ * scratch, CSV. */
 static int bench_open(Bench *b, const Options *o) {
   memset(b, 0, sizeof *b);
   b->opt = o;
@@ -325,9 +375,7 @@ static int bench_open(Bench *b, const Options *o) {
   b->bound = true;
   if (!create_events(b)) return 1;
   if (check_tj(b, "flush buffer", tj_device_alloc(b->ctx, FLUSH_BYTES, &b->flush))) return 1;
-  if (o->csv_path && !(b->csv = fopen(o->csv_path, "w")))
-    return fprintf(stderr, "tj-bench: %s: %s\n", o->csv_path, strerror(errno)), 1;
-  if (b->csv) fprintf(b->csv, "section,m,n,dtype,backend,metric,value,unit\n");
+  if (o->csv_path && !(b->csv = csv_open(o->csv_path))) return 1;
   return 0;
 }
 
@@ -343,7 +391,7 @@ static void bench_close(Bench *b) {
   if (b->flush) tj_device_free(b->ctx, b->flush);
   if (b->bound) rt_unbind(b->ctx, &b->binding);
   tj_context_destroy(b->ctx);
-  if (b->csv && fclose(b->csv) != 0) fprintf(stderr, "tj-bench: writing the CSV failed\n");
+  if (b->csv) cli_close_output("tj-bench", b->opt->csv_path, b->csv);
 }
 
 static void print_header(const Bench *b) {
@@ -356,17 +404,8 @@ static void print_header(const Bench *b) {
          b->dev.driver_version % 1000 / 10, tj_version(), date, (unsigned long long)b->seed);
 }
 
-/* One CSV line: section,m,n,dtype,backend,metric,value,unit. */
-typedef struct CsvKey {
-  const char *section;
-  int64_t m, n;
-  const char *dtype, *backend;
-} CsvKey;
-
 static void csv(Bench *b, const CsvKey *k, const char *metric, double value, const char *unit) {
-  if (!b->csv) return;
-  fprintf(b->csv, "%s,%lld,%lld,%s,%s,%s,%.6g,%s\n", k->section, (long long)k->m, (long long)k->n,
-          k->dtype, k->backend, metric, value, unit);
+  csv_row(b->csv, k, metric, value, unit);
 }
 
 /* ---- one problem: buffers, data, the softmax call ---------------------- */
@@ -1038,7 +1077,7 @@ static int warm_run(const char *dir, WarmRun *out) {
   else close(fds[0]);
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 1;
-  if (WEXITSTATUS(status) == 2) return 2; /* no driver or GPU: the child said so */
+  if (WEXITSTATUS(status) == CLI_EXIT_NO_GPU) return CLI_EXIT_NO_GPU; /* the child said why */
   if (sscanf(line, "%lf %lf %llu %llu %llu %d", &out->call_ms, &out->sync_ms, &out->disk_hits,
              &out->disk_writes, &out->disk_errors, &out->bad_rows) != 6)
     return fprintf(stderr, "tj-bench: the --warm-start child failed\n"), 1;
@@ -1084,120 +1123,111 @@ static int run_warm_start(void) {
 
 /* ---- arguments --------------------------------------------------------- */
 
-static int usage(void) {
-  fprintf(stderr,
-          "usage: tj-bench [--bandwidth | --latency | --all | --codegen] [options]\n"
-          "  --bandwidth       softmax GB/s and %% of copy bandwidth (the default)\n"
-          "  --latency         codegen, cold compile, NVRTC compile, host time per launch\n"
-          "  --all             --latency, then --bandwidth\n"
-          "  --codegen         tj_specialize + tj_emit_ptx only (needs no GPU)\n"
-          "  --warm-start      a new process's first tj_softmax, disk cache cold and warm\n"
-          "                    (alone: takes no other option)\n"
-          "  --set S           large, small, wide, huge or all (default large)\n"
-          "  --warps W, --cluster C, --split S, --template auto|single|online\n"
-          "                    override the plan of tj_softmax (tj_softmax_options)\n"
-          "  --n LIST          N values, comma-separated, instead of the sets; M from --m\n"
-          "                    or ceil(256 MiB / (4 N))\n"
-          "  --m M             M for every shape\n"
-          "  --dtype D         f32, f16, bf16 or all (default f32)\n"
-          "  --backend B       ptx, nvrtc or both (default ptx)\n"
-          "  --reps K          timed repetitions per measurement (default 30)\n"
-          "  --csv FILE        also write section,m,n,dtype,backend,metric,value,unit rows\n"
-          "  --iters K         --codegen runs (default 2000)\n"
-          "  --arch sm_XX      --codegen target (default sm_90)\n");
-  return 2;
-}
-
-/* A decimal integer in [lo, hi] (tj_parse_decimal: no octal, no blanks). */
-static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-  return tj_parse_decimal(text, lo, hi, out);
-}
-
-/* One of names (a bit each) or all_name (every bit). */
-static bool parse_mask(const char *text, const char *const *names, int count, const char *all_name,
-                       unsigned *mask) {
-  if (!strcmp(text, all_name)) return *mask = (1u << count) - 1, true;
-  for (int i = 0; i < count; i++)
-    if (!strcmp(text, names[i])) return *mask = 1u << i, true;
-  return false;
-}
-
-static bool parse_list(const char *text, Options *o) {
-  char buf[1024];
-  if (strlen(text) >= sizeof buf) return false;
-  strcpy(buf, text);
-  o->n_count = 0;
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-    if (o->n_count == MAX_LIST || !parse_int(tok, 1, INT32_MAX, &o->n_list[o->n_count++]))
-      return false;
-  return o->n_count > 0;
-}
-
-static bool parse_value(const char *name, const char *value, Options *o) {
-  static const char *const sets[] = {"large", "small", "wide", "huge"};
-  static const char *const templates[] = {"auto", "single", "online"};
+/* --n LIST: comma-separated N values. */
+static bool parse_n_list(void *opts, const CliOption *opt, char *text, char *why, size_t size) {
+  Options *o = opts;
+  char *save = NULL;
   int64_t v;
-  unsigned t;
-  if (!strcmp(name, "--set")) return parse_mask(value, sets, SET_COUNT, "all", &o->sets);
-  if (!strcmp(name, "--template") && parse_mask(value, templates, 3, "-", &t) && t != 7u)
-    return o->plan.which_template = (tj_softmax_template)(t == 2 ? 1 : t == 4 ? 2 : 0), true;
-  if (!strcmp(name, "--warps") && parse_int(value, 1, 32, &v)) return o->plan.num_warps = (int)v, true;
-  if (!strcmp(name, "--cluster") && parse_int(value, 1, 16, &v))
-    return o->plan.cluster = (int)v, true;
-  if (!strcmp(name, "--split") && parse_int(value, 1, 1024, &v)) return o->plan.split = (int)v, true;
-  if (!strcmp(name, "--n")) return parse_list(value, o);
-  if (!strcmp(name, "--m")) return parse_int(value, 1, INT32_MAX, &o->m);
-  if (!strcmp(name, "--dtype"))
-    return parse_mask(value, dtype_names, TJ_DTYPE_COUNT, "all", &o->dtypes);
-  if (!strcmp(name, "--backend"))
-    return parse_mask(value, backend_names, TJ_BACKEND_COUNT, "both", &o->backends);
-  if (!strcmp(name, "--csv")) return (o->csv_path = value), *value != '\0';
-  if (!strcmp(name, "--reps") && parse_int(value, 1, MAX_REPS, &v)) return o->reps = (int)v, true;
-  if (!strcmp(name, "--iters") && parse_int(value, 1, 100000000, &v))
-    return o->iters = (long)v, true;
-  if (!strcmp(name, "--arch") && parse_int(value + (strncmp(value, "sm_", 3) ? 0 : 3), 1, 1000, &v))
-    return o->arch = (int)v, true;
-  return false;
+  (void)opt;
+  o->n_count = 0;
+  for (char *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (o->n_count == MAX_LIST)
+      return snprintf(why, size, "--n takes at most %d values", MAX_LIST), false;
+    if (!tj_parse_decimal(tok, 1, INT32_MAX, &v))
+      return snprintf(why, size, "--n takes decimal integers from 1 to %d, not '%.40s'", INT32_MAX,
+                      tok),
+             false;
+    o->n_list[o->n_count++] = v;
+  }
+  return o->n_count > 0 || (snprintf(why, size, "--n needs at least one N"), false);
 }
 
-static bool parse_args(int argc, char **argv, Options *o) {
-  static const char *const modes[] = {"--codegen", "--bandwidth", "--latency", "--all"};
-  *o = (Options){.mode = MODE_BANDWIDTH,
-                 .iters = 2000,
+#define BANDWIDTH (CLI_MODE(MODE_BANDWIDTH) | CLI_MODE(MODE_ALL))
+#define PLAN      (BANDWIDTH | CLI_MODE(MODE_LATENCY))
+
+/* clang-format off */
+#define AT(f) offsetof(Options, f)
+static const CliOption option_table[] = {
+    {.name = "bandwidth", .kind = CLI_SELECT, .mode = MODE_BANDWIDTH,
+     .help = "softmax GB/s and % of copy bandwidth (the default)"},
+    {.name = "latency", .kind = CLI_SELECT, .mode = MODE_LATENCY,
+     .help = "codegen, cold compile, NVRTC compile, host time per launch"},
+    {.name = "all", .kind = CLI_SELECT, .mode = MODE_ALL, .help = "--latency, then --bandwidth"},
+    {.name = "codegen", .kind = CLI_SELECT, .mode = MODE_CODEGEN,
+     .help = "tj_specialize + tj_emit_ptx only (needs no GPU)"},
+    {.name = "warm-start", .kind = CLI_SELECT, .mode = MODE_WARM_START,
+     .help = "a new process's first tj_softmax, disk cache cold and warm"},
+    {.name = "set", .kind = CLI_MASK, .offset = AT(sets), .choices = set_choices,
+     .modes = BANDWIDTH, .value = "S", .help = "large, small, wide, huge or all (default large)"},
+    {.name = "n", .letter = 'n', .kind = CLI_CUSTOM, .modes = BANDWIDTH, .value = "LIST",
+     .help = "N values, comma-separated, instead of --set; M from --m or 256 MiB / (4 N)"},
+    {.name = "m", .letter = 'm', .kind = CLI_INT64, .offset = AT(m), .lo = 1, .hi = INT32_MAX,
+     .modes = BANDWIDTH, .value = "M", .help = "M for every shape"},
+    {.name = "dtype", .kind = CLI_MASK, .offset = AT(dtypes), .choices = dtype_choices,
+     .modes = BANDWIDTH, .value = "D", .help = "f32, f16, bf16 or all (default f32)"},
+    {.name = "backend", .kind = CLI_MASK, .offset = AT(backends), .choices = backend_choices,
+     .modes = BANDWIDTH, .value = "B", .help = "ptx, nvrtc or both (default ptx)"},
+    {.name = "warps", .kind = CLI_INT, .offset = AT(plan.num_warps), .lo = 1, .hi = 32,
+     .modes = PLAN, .value = "W", .help = "NUM_WARPS of tj_softmax's plan"},
+    {.name = "cluster", .kind = CLI_INT, .offset = AT(plan.cluster), .lo = 1, .hi = 16,
+     .modes = PLAN, .value = "C", .help = "CTAs of a cluster per row, in the plan"},
+    {.name = "split", .kind = CLI_INT, .offset = AT(plan.split), .lo = 1, .hi = 1024,
+     .modes = PLAN, .value = "S", .help = "clusters (or CTAs) of the grid per row, in the plan"},
+    {.name = "template", .kind = CLI_CHOICE, .offset = AT(which_template),
+     .choices = template_choices, .modes = PLAN, .value = "T",
+     .help = "auto, single or online, in the plan"},
+    {.name = "reps", .kind = CLI_INT, .offset = AT(reps), .lo = 1, .hi = MAX_REPS,
+     .modes = BANDWIDTH, .value = "K", .help = "timed repetitions per measurement (default 30)"},
+    {.name = "csv", .kind = CLI_TEXT, .offset = AT(csv_path), .value = "FILE",
+     .modes = PLAN | CLI_MODE(MODE_CODEGEN),
+     .help = "also write section,m,n,dtype,backend,metric,value,unit rows"},
+    {.name = "iters", .kind = CLI_INT, .offset = AT(iters), .lo = 1, .hi = 100000000,
+     .modes = CLI_MODE(MODE_CODEGEN), .value = "K", .help = "runs per shape (default 2000)"},
+    {.name = "arch", .kind = CLI_ARCH, .offset = AT(arch), .modes = CLI_MODE(MODE_CODEGEN),
+     .value = "sm_XX", .help = "the target (default sm_90)"},
+};
+/* clang-format on */
+
+static const CliTool tool = {
+    .name = "tj-bench",
+    .usage = "tj-bench [--bandwidth | --latency | --all | --codegen] [options]",
+    .about = "--warps, --cluster, --split and --template override tj_softmax's plan\n"
+             "(tj_softmax_options). Only --codegen runs without a CUDA driver and GPU.\n",
+    .options = option_table,
+    .count = sizeof option_table / sizeof option_table[0],
+    .mode_offset = AT(mode),
+    .default_mode = MODE_BANDWIDTH,
+    .custom = parse_n_list,
+};
+
+/* -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, Options *o) {
+  *o = (Options){.iters = 2000,
                  .arch = 90,
-                 .sets = SET_LARGE,
                  .dtypes = 1u << TJ_DTYPE_F32,
                  .backends = 1u << TJ_BACKEND_PTX,
                  .reps = 30};
-  for (int i = 1; i < argc; i++) {
-    int mode = -1;
-    for (int m = 0; m < 4; m++)
-      if (!strcmp(argv[i], modes[m])) mode = m;
-    if (mode >= 0) {
-      o->mode = mode;
-    } else if (i + 1 >= argc || !parse_value(argv[i], argv[i + 1], o)) {
-      fprintf(stderr, "tj-bench: bad option or value: %s%s%s\n", argv[i], i + 1 < argc ? " " : "",
-              i + 1 < argc ? argv[i + 1] : "");
-      return false;
-    } else {
-      i++;
-    }
-  }
-  return true;
+  int rc = cli_parse(&tool, argc, argv, o);
+  if (rc >= 0) return rc;
+  if (o->sets && o->n_count) return cli_usage_error(&tool, "give --set or --n, not both");
+  if (!o->sets) o->sets = SET_LARGE;
+  o->plan.which_template = (tj_softmax_template)o->which_template;
+  return -1;
 }
 
 int main(int argc, char **argv) {
-  if (argc == 2 && !strcmp(argv[1], "--warm-start"))
-    return getenv(WARM_CHILD_ENV) ? warm_child() : run_warm_start();
   Options o;
-  if (!parse_args(argc, argv, &o)) return usage();
+  int rc = parse_args(argc, argv, &o);
+  if (rc >= 0) return rc;
   if (o.mode == MODE_CODEGEN) return run_codegen(&o);
-  /* Before the driver loads (tj_context_create), so that it takes effect. */
-  if (o.mode != MODE_BANDWIDTH && setenv("CUDA_CACHE_DISABLE", "1", 1) != 0) return 1;
-  /* Cold compiles must compile: tilejit's disk cache off too. */
-  if (o.mode != MODE_BANDWIDTH && setenv("TILEJIT_CACHE_DISABLE", "1", 1) != 0) return 1;
+  if (o.mode == MODE_WARM_START) return getenv(WARM_CHILD_ENV) ? warm_child() : run_warm_start();
+  /* Before the driver loads (tj_context_create), so that it takes effect;
+   * cold compiles must compile: tilejit's disk cache off too. */
+  if (o.mode != MODE_BANDWIDTH && (setenv("CUDA_CACHE_DISABLE", "1", 1) != 0 ||
+                                   setenv("TILEJIT_CACHE_DISABLE", "1", 1) != 0))
+    return 1;
   Bench b;
-  int rc = bench_open(&b, &o);
+  rc = bench_open(&b, &o);
   if (rc == 0) {
     print_header(&b);
     if (o.mode == MODE_LATENCY || o.mode == MODE_ALL) rc |= run_latency(&b);

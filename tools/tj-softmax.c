@@ -15,19 +15,21 @@
  * time (codegen and driver JIT), the kernel time (CUDA events, the median
  * of K runs) and the bandwidth, counting 2*M*N*elem bytes.
  *
- * Numbers on the command line are decimal integers within each option's
- * range ("-n 010" is ten). The host buffers (x, y and a reference row) are
- * allocated before anything runs; when one cannot be, the tool says which
- * and how large, and exits 1.
+ * The options are the table below (tj-softmax --help prints it); numbers
+ * are decimal integers within each option's range ("-n 010" is ten). The
+ * host buffers (x, y and a reference row) are allocated before anything
+ * runs; when one cannot be, the tool says which and how large, and exits 1.
  *
- * Exit status: 0 within tolerance, 1 not (or a library error, or no host
- * memory), 2 on a usage error or, on the GPU path, without a CUDA driver or
- * GPU.
+ * Exit status (tools/common/cli.h): 0 within tolerance, 1 not (or a library
+ * error, or no host memory), 2 a usage error, 3 on the GPU path without a
+ * CUDA driver or GPU.
  */
+#include "cli.h"
 #include "tilejit.h"
 #include "runtime/runtime.h" /* the GPU path: the driver table, for events */
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +37,12 @@
 
 #define MAX_ELEMENTS ((int64_t)1 << 30) /* M * N the tool will allocate */
 
+enum { MODE_GPU = 1, MODE_INTERP };
+
 typedef struct Options {
-  int interp;
+  int mode;
   int64_t m, n;
-  tj_dtype dtype;
+  int dtype; /* tj_dtype */
   int64_t seed;
   int64_t warps; /* 0: tilejit's default */
   int64_t iters;
@@ -48,75 +52,56 @@ typedef struct Tolerance {
   double rtol, atol;
 } Tolerance;
 
-static const char *const dtype_names[TJ_DTYPE_COUNT] = {"f32", "f16", "bf16"};
+static const char *const dtype_names[TJ_DTYPE_COUNT + 1] = {"f32", "f16", "bf16", NULL};
 static const Tolerance tolerances[TJ_DTYPE_COUNT] = {{1.3e-6, 1e-5}, {1e-3, 1e-5}, {1.6e-2, 1e-5}};
 static const size_t dtype_sizes[TJ_DTYPE_COUNT] = {4, 2, 2};
 
-static void usage(void) {
-  fprintf(stderr, "usage: tj-softmax [--interp] -m M -n N [--dtype f32|f16|bf16] [--seed S]\n"
-                  "                  [--warps W] [--iters K]\n"
-                  "  --interp   run through the CPU interpreter (else on the GPU)\n"
-                  "  -m, -n     rows and row width (M, N >= 0)\n"
-                  "  --dtype    storage type (default f32)\n"
-                  "  --seed     random seed (default: from the clock; printed)\n"
-                  "  --warps    NUM_WARPS (1, 2, 4, ..., 32; default: tilejit's choice)\n"
-                  "  --iters    runs to time (default 1)\n");
-}
-
 /* ---- arguments --------------------------------------------------------- */
 
-/* A decimal integer in [lo, hi] (tj_parse_decimal: no octal, no blanks). */
-static int parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-  return tj_parse_decimal(text, lo, hi, out);
-}
+/* clang-format off */
+#define AT(f) offsetof(Options, f)
+static const CliOption option_table[] = {
+    {.name = "interp", .kind = CLI_SELECT, .mode = MODE_INTERP,
+     .help = "run through the CPU interpreter (else on the GPU)"},
+    {.letter = 'm', .kind = CLI_INT64, .offset = AT(m), .lo = 0, .hi = INT32_MAX, .value = "M",
+     .needed = CLI_ALL_MODES, .help = "rows"},
+    {.letter = 'n', .kind = CLI_INT64, .offset = AT(n), .lo = 0, .hi = INT32_MAX, .value = "N",
+     .needed = CLI_ALL_MODES, .help = "row width (M * N at most 2^30)"},
+    {.name = "dtype", .kind = CLI_CHOICE, .offset = AT(dtype), .choices = dtype_names,
+     .value = "T", .help = "storage type: f32, f16 or bf16 (default f32)"},
+    {.name = "seed", .kind = CLI_INT64, .offset = AT(seed), .lo = 0, .hi = INT64_MAX,
+     .value = "S", .help = "random seed (default: from the clock; printed)"},
+    {.name = "warps", .kind = CLI_INT64, .offset = AT(warps), .lo = 1, .hi = 32, .value = "W",
+     .help = "NUM_WARPS, a power of two (default: tilejit's choice)"},
+    {.name = "iters", .kind = CLI_INT64, .offset = AT(iters), .lo = 1, .hi = 1000000,
+     .value = "K", .help = "runs to time (default 1)"},
+};
+/* clang-format on */
 
-static int parse_dtype(const char *text, tj_dtype *out) {
-  for (int d = 0; d < TJ_DTYPE_COUNT; d++)
-    if (strcmp(text, dtype_names[d]) == 0) {
-      *out = (tj_dtype)d;
-      return 1;
-    }
-  return 0;
-}
+static const CliTool tool = {
+    .name = "tj-softmax",
+    .usage = "tj-softmax [--interp] -m M -n N [--dtype f32|f16|bf16] [--seed S]\n"
+             "                  [--warps W] [--iters K]",
+    .about = "Softmax of fresh random data, checked against a float64 reference: on the\n"
+             "GPU (compile time, kernel time, GB/s) or, with --interp, the interpreter.\n",
+    .options = option_table,
+    .count = sizeof option_table / sizeof option_table[0],
+    .mode_offset = AT(mode),
+    .default_mode = MODE_GPU,
+};
 
-/* One option with its value at argv[*i + 1]; 0 if the option or value is bad. */
-static int parse_option(int argc, char **argv, int *i, Options *o) {
-  const char *name = argv[*i];
-  if (strcmp(name, "--interp") == 0) return o->interp = 1;
-  if (*i + 1 >= argc) return 0;
-  const char *value = argv[++*i];
-  if (strcmp(name, "-m") == 0) return parse_int(value, 0, INT32_MAX, &o->m);
-  if (strcmp(name, "-n") == 0) return parse_int(value, 0, INT32_MAX, &o->n);
-  if (strcmp(name, "--dtype") == 0) return parse_dtype(value, &o->dtype);
-  if (strcmp(name, "--seed") == 0) return parse_int(value, 0, INT64_MAX, &o->seed);
-  if (strcmp(name, "--iters") == 0) return parse_int(value, 1, 1000000, &o->iters);
-  if (strcmp(name, "--warps") == 0)
-    return parse_int(value, 1, 32, &o->warps) && (o->warps & (o->warps - 1)) == 0;
-  return 0;
-}
-
+/* -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, Options *o) {
   memset(o, 0, sizeof *o);
-  o->m = o->n = -1;
   o->iters = 1;
   o->seed = (int64_t)time(NULL);
-  for (int i = 1; i < argc; i++) {
-    int at = i;
-    if (!parse_option(argc, argv, &i, o)) {
-      fprintf(stderr, "tj-softmax: bad option or value: %s%s%s\n", argv[at], i > at ? " " : "",
-              i > at ? argv[i] : "");
-      return 0;
-    }
-  }
-  if (o->m < 0 || o->n < 0) {
-    fprintf(stderr, "tj-softmax: -m and -n are required\n");
-    return 0;
-  }
-  if (o->n > 0 && o->m > MAX_ELEMENTS / o->n) {
-    fprintf(stderr, "tj-softmax: M * N is over 2^30 elements\n");
-    return 0;
-  }
-  return 1;
+  int rc = cli_parse(&tool, argc, argv, o);
+  if (rc >= 0) return rc;
+  if (o->warps & (o->warps - 1))
+    return cli_usage_error(&tool, "--warps takes a power of two, not %lld", (long long)o->warps);
+  if (o->n > 0 && o->m > MAX_ELEMENTS / o->n)
+    return cli_usage_error(&tool, "M * N is over 2^30 elements");
+  return -1;
 }
 
 /* ---- data -------------------------------------------------------------- */
@@ -320,7 +305,7 @@ static int gpu_error(Gpu *g, const char *what) {
   return 1;
 }
 
-/* The context (or exit status 2 without a driver or GPU), buffers, events. */
+/* The context (or CLI_EXIT_NO_GPU without a driver or GPU), buffers, events. */
 static int gpu_open(Gpu *g, const Options *o, size_t bytes) {
   memset(g, 0, sizeof *g);
   tj_status st = tj_context_create(NULL, &g->ctx);
@@ -328,7 +313,7 @@ static int gpu_open(Gpu *g, const Options *o, size_t bytes) {
     fprintf(stderr, "tj-softmax: %s\n%s: run `tj-softmax --interp -m %lld -n %lld` instead\n",
             tj_context_error(NULL), st == TJ_ERR_NO_DRIVER ? "no CUDA driver" : "no CUDA GPU",
             (long long)o->m, (long long)o->n);
-    return 2;
+    return CLI_EXIT_NO_GPU;
   }
   if (st != TJ_OK) return fprintf(stderr, "tj-softmax: %s\n", tj_context_error(NULL)), 1;
   if (tj_device_alloc(g->ctx, bytes, &g->x) != TJ_OK ||
@@ -445,9 +430,7 @@ static int run_gpu(const Options *o) {
 
 int main(int argc, char **argv) {
   Options o;
-  if (!parse_args(argc, argv, &o)) {
-    usage();
-    return 2;
-  }
-  return o.interp ? run_interp(&o) : run_gpu(&o);
+  int rc = parse_args(argc, argv, &o);
+  if (rc >= 0) return rc;
+  return o.mode == MODE_INTERP ? run_interp(&o) : run_gpu(&o);
 }

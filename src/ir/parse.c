@@ -12,7 +12,7 @@
  * instruction's "LINE:COL: " in front and keep their status. Syntax errors
  * are TJ_ERR_PARSE with "LINE:COL: expected ..." (1-based, the column of
  * the offending token). The text need not be NUL-terminated; bytes past
- * `length` are never read.
+ * `length` are never read, and a NUL byte within it is an error.
  */
 #include "ir/ir.h"
 
@@ -657,10 +657,21 @@ static tj_status finish(Parser *ps) {
                  w.line, w.col);
 }
 
+/* A NUL byte is refused wherever it is, comments included: text that holds
+ * one is not text, and a caller that took its length with strlen would have
+ * lost what follows it. */
+static tj_status refuse_nul(Parser *ps) {
+  const Cursor *c = &ps->c;
+  const char *nul = memchr(c->text + c->line_start, '\0', c->line_end - c->line_start);
+  if (!nul) return TJ_OK;
+  return fail_at(ps, TJ_ERR_PARSE, (size_t)(nul - c->text), "a NUL byte (the text form is text)");
+}
+
 static tj_status parse_text(Parser *ps) {
   cursor_start_line(&ps->c, 0);
   for (;;) {
-    tj_status st = parse_line(ps);
+    tj_status st = refuse_nul(ps);
+    if (st == TJ_OK) st = parse_line(ps);
     if (st != TJ_OK) return st;
     if (!cursor_next_line(&ps->c)) return finish(ps);
   }
