@@ -1,9 +1,13 @@
 """tilejit: a ctypes binding to libtilejit, the C library that JIT-compiles
 tile programs to PTX.
 
-It needs no build step beyond the library. libtilejit.so is found through
-the TILEJIT_LIBRARY environment variable, else the build tree beside this
-file (../build, then the newest ../build-*), else an installed prefix.
+It needs no build step beyond the library. libtilejit is found through the
+TILEJIT_LIBRARY environment variable (its path; when set, nothing else is
+tried), else the build trees beside this file (../build, then the newest
+../build-*), else an installed prefix (lib/<multiarch>, lib64, lib under
+sys.prefix, /usr/local, /usr), else the dynamic loader's own search, else
+ctypes.util.find_library; libtilejit.so.0 before libtilejit.so in each
+folder. tilejit.library_path names the one loaded.
 
     import torch, tilejit
     x = torch.randn(4096, 1000, device="cuda")
@@ -30,7 +34,9 @@ import ctypes.util
 import enum
 import glob
 import os
+import platform
 import sys
+import sysconfig
 import threading
 
 __all__ = [
@@ -135,6 +141,9 @@ class _CodegenOptions(ctypes.Structure):
 # ------------------------------------------------------ finding the library
 
 
+_NAMES = ("libtilejit.so.0", "libtilejit.so")  # the soname first, then the dev link
+
+
 def _mtime(path):
     try:
         return os.path.getmtime(path)
@@ -142,24 +151,52 @@ def _mtime(path):
         return 0.0
 
 
+def _build_dirs():
+    """The build trees of the checkout this file sits in (python/ beside
+    build/): build/ first, then the other build-*/ folders, newest library
+    first. For a copy installed by pip (not editable) there are none."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    others = [d for d in glob.glob(os.path.join(root, "build-*")) if os.path.isdir(d)]
+    newest = lambda d: max(_mtime(os.path.join(d, name)) for name in _NAMES)  # noqa: E731
+    return [os.path.join(root, "build")] + sorted(others, key=newest, reverse=True)
+
+
+def _prefix_lib_dirs():
+    """lib/<multiarch>, lib64 and lib under sys.prefix (a venv or conda
+    environment), /usr/local and /usr: where CMake's GNUInstallDirs puts
+    libraries on Debian, RPM-based and other systems."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or f"{platform.machine()}-linux-gnu"
+    for prefix in dict.fromkeys((sys.prefix, "/usr/local", "/usr")):
+        for libdir in (os.path.join("lib", multiarch), "lib64", "lib"):
+            yield os.path.join(prefix, libdir)
+
+
 def _candidates():
-    """Paths to try, in order (a generator, so that the slow find_library
-    runs only when needed): TILEJIT_LIBRARY alone when set, else the build
-    tree, else installed prefixes."""
+    """The libraries to try, in order (a generator, so that the slow
+    find_library runs only when nothing before it loads):
+
+    1. TILEJIT_LIBRARY, alone when set;
+    2. the build trees beside this file (_build_dirs);
+    3. installed prefixes (_prefix_lib_dirs);
+    4. the bare names, which the dynamic loader looks up in
+       LD_LIBRARY_PATH, its cache and the system directories;
+    5. ctypes.util.find_library("tilejit").
+
+    In each folder libtilejit.so.0 (the soname) comes before libtilejit.so."""
     env = os.environ.get("TILEJIT_LIBRARY")
     if env:
         yield env
         return
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    yield os.path.join(root, "build", "libtilejit.so")
-    others = glob.glob(os.path.join(root, "build-*", "libtilejit.so"))
-    yield from sorted(others, key=_mtime, reverse=True)
+    for folder in _build_dirs():
+        for name in _NAMES:
+            yield os.path.join(folder, name)
+    for folder in _prefix_lib_dirs():
+        for name in _NAMES:
+            yield os.path.join(folder, name)
+    yield from _NAMES
     found = ctypes.util.find_library("tilejit")
     if found:
         yield found
-    for prefix in dict.fromkeys((sys.prefix, "/usr/local", "/usr")):
-        for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
-            yield os.path.join(prefix, libdir, "libtilejit.so")
 
 
 _P = ctypes.POINTER
@@ -210,29 +247,49 @@ def _bind(lib):
     return missing
 
 
+def _loaded_path(name):
+    """The file the dynamic loader picked for a bare name, from the
+    process's memory map (the name itself where there is none)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if os.path.basename(path).startswith("libtilejit.so"):
+                    return path
+    except OSError:
+        pass
+    return name
+
+
 def _load_library():
     """The first candidate that loads and has every function bound here."""
-    tried = []
+    missing_files, failures = [], []
     for path in _candidates():
         if os.sep in path and not os.path.exists(path):
-            tried.append(f"{path} (missing)")
+            missing_files.append(path)
             continue
         try:
             lib = ctypes.CDLL(path)
         except OSError as e:
-            tried.append(f"{path} ({e})")
+            failures.append(f"{path} ({e})")
             continue
         missing = _bind(lib)
         if not missing:
-            return lib, path
-        tried.append(f"{path} (older than this binding: no {', '.join(missing)})")
-    raise ImportError("tilejit: cannot load libtilejit.so; set TILEJIT_LIBRARY or build it "
-                      "(cmake -S . -B build && cmake --build build --target tilejit). Tried: "
-                      + "; ".join(tried))
+            return lib, path if os.sep in path else _loaded_path(path)
+        failures.append(f"{path} (older than this binding: no {', '.join(missing)})")
+    raise ImportError("tilejit: cannot load libtilejit.so; set TILEJIT_LIBRARY to its path, or "
+                      "build it (cmake -S . -B build && cmake --build build --target tilejit). "
+                      f"Not found: {', '.join(missing_files) or '-'}. "
+                      f"Failed: {'; '.join(failures) or '-'}")
 
 
 _lib, library_path = _load_library()
-_tj_softmax = _lib.tj_softmax  # the hot path's one foreign call
+_tj_softmax = _lib.tj_softmax  # with argtypes: checked conversions, for the slow paths
+# The same function without argtypes, for the hot path: every argument is
+# passed as a ctypes object made beforehand, which costs about half of
+# what argtypes' per-call conversions of Python ints do.
+_tj_softmax_raw = _lib["tj_softmax"]
+_tj_softmax_raw.restype = ctypes.c_int
 
 
 def _text(raw):
