@@ -453,25 +453,64 @@ _OPTIONS = {(0, "ptx", "auto"): None}
 
 
 def _options(num_warps, backend, template):
+    """The tj_softmax_options pointer for these options (None: the defaults)."""
+    key = (num_warps, backend, template)
+    if key in _OPTIONS:
+        return _OPTIONS[key]
     struct = _SoftmaxOptions(_c_int(num_warps, "num_warps"), _choice(_BACKENDS, backend, "backend"),
                              _choice(_TEMPLATES, template, "template"))
     pointer = ctypes.pointer(struct)
-    _OPTIONS[(num_warps, backend, template)] = pointer
+    _OPTIONS[key] = pointer
     return pointer
+
+
+# ------------------------------------------- arguments as ctypes objects
+
+_C_DTYPES = (_I(0), _I(1), _I(2))
+_ARGS = {}  # int -> its c_uint64: device pointers and streams seen so far
+_ARGS_LIMIT = 4096  # past this many, the table starts again
+
+
+def _arg(value):
+    """value, a device pointer or a CUstream (an int), as the c_uint64 the
+    raw tj_softmax takes, made once per value: a table look-up costs less
+    than making the object anew. The hot path inlines the look-up."""
+    arg = _ARGS.get(value)
+    if arg is None:
+        if type(value) is not int:
+            raise TypeError(f"tilejit.softmax: a pointer or stream must be an int, "
+                            f"not {type(value).__name__}")
+        if not 0 <= value < 2**64:
+            raise ValueError(f"tilejit.softmax: {value} is not a 64-bit address")
+        if len(_ARGS) >= _ARGS_LIMIT:
+            _ARGS.clear()
+        arg = _ARGS[value] = _U64(value)
+    return arg
+
+
+def _stream_arg(stream):
+    """A caller's stream= (a CUstream as an int) as a c_uint64."""
+    if type(stream) is not int:  # bool and float hash like ints: refuse them first
+        raise TypeError(f"tilejit.softmax: stream must be a CUstream as an int, "
+                        f"not {type(stream).__name__}")
+    return _arg(stream)
 
 
 # ------------------------------------------------------ softmax on torch
 
-_torch_dtypes = None  # torch dtype -> tj_dtype, filled on first use
+_Tensor = type("_NoTensorYet", (), {})  # torch.Tensor once a tensor has been seen
+_torch_dtypes = None  # torch dtype -> tj_dtype
 _raw_stream = None  # device -> torch's current CUstream as an int
+_plans = {}  # layout key (see softmax) -> the prepared arguments of its calls
+_PLANS_LIMIT = 1024
 
 
 def _init_torch(torch):
-    global _torch_dtypes, _raw_stream
+    global _Tensor, _torch_dtypes, _raw_stream
     get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     _raw_stream = get or (lambda device: torch.cuda.current_stream(device).cuda_stream)
     _torch_dtypes = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-    return _torch_dtypes
+    _Tensor = torch.Tensor
 
 
 def _matrix_of_tensor(t, what):
@@ -491,19 +530,9 @@ def _matrix_of_tensor(t, what):
     raise ValueError(f"tilejit.softmax: {what} must be 1-D or 2-D, not {len(shape)}-D")
 
 
-def _tensor_layout(x, dtype):
-    """(m, n, row stride) of x outside the common case, or the error."""
-    if dtype is None:
-        raise TypeError(f"tilejit.softmax: x is {x.dtype}; "
-                        "tilejit takes float32, float16, bfloat16")
-    if not x.is_cuda:
-        raise ValueError(f"tilejit.softmax: x is on {x.device}; tilejit needs a CUDA tensor")
-    return _matrix_of_tensor(x, "x")
-
-
-def _out_stride(torch, x, out, device):
+def _out_stride(x, out, device):
     """out's row stride, after checking that it is a tensor like x."""
-    if not isinstance(out, torch.Tensor):
+    if not isinstance(out, _Tensor):
         raise TypeError("tilejit.softmax: out must be a torch.Tensor like x, "
                         f"not {type(out).__name__}")
     if out.dtype != x.dtype:
@@ -512,38 +541,47 @@ def _out_stride(torch, x, out, device):
         raise ValueError(f"tilejit.softmax: out has shape {tuple(out.shape)}, x {tuple(x.shape)}")
     if out.get_device() != device:
         raise ValueError(f"tilejit.softmax: out is on {out.device}, x on {x.device}")
-    if len(out.shape) == 2 and out.stride(1) == 1:
-        return out.stride(0)
     return _matrix_of_tensor(out, "out")[2]
 
 
-def _softmax_tensor(torch, x, out, options, stream):
-    """The torch path. The common case, a 2-D CUDA tensor of a supported
-    dtype with a contiguous last dimension, costs a few attribute reads;
-    anything else goes through _tensor_layout, which names what is wrong."""
-    dtype = (_torch_dtypes or _init_torch(torch)).get(x.dtype)
-    shape = x.shape
-    if dtype is not None and len(shape) == 2 and x.is_cuda and x.stride(1) == 1:
-        m, n = shape
-        x_stride = x.stride(0)
-    else:
-        m, n, x_stride = _tensor_layout(x, dtype)
+def _allocator(torch, x, n):
+    """How a call of this layout makes its output: empty_like(x) when x is
+    exactly contiguous (it then returns the same strides), else a new
+    contiguous tensor of x's shape, dtype and device."""
+    shape = tuple(x.shape)
+    if x.stride() == ((n, 1) if len(shape) == 2 else (1,)):
+        return torch.empty_like
+    dtype, device = x.dtype, x.device
+    return lambda _: torch.empty(shape, dtype=dtype, device=device)
+
+
+def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
+    """Checks a layout seen for the first time and keeps, under its key,
+    what every call with that layout passes (ctypes objects all): the
+    context, dtype, m, n, strides, options, device and output allocator.
+    Raises what the layout is wrong for; nothing is kept then."""
+    options = _options(num_warps, backend, template)
+    dtype = _torch_dtypes.get(x.dtype)
+    if dtype is None:
+        raise TypeError(f"tilejit.softmax: x is {x.dtype}; "
+                        "tilejit takes float32, float16, bfloat16")
+    if not x.is_cuda:
+        raise ValueError(f"tilejit.softmax: x is on {x.device}; tilejit needs a CUDA tensor")
+    m, n, x_stride = _matrix_of_tensor(x, "x")
     device = x.get_device()
+    allocate = None
     if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        allocate = _allocator(torch, x, n)
         y_stride = n
     elif out is x:
         y_stride = x_stride
     else:
-        y_stride = _out_stride(torch, x, out, device)
+        y_stride = _out_stride(x, out, device)
     ctx = _contexts.get(device) or _context(device)
-    if stream is None:
-        stream = _raw_stream(device)
-    status = _tj_softmax(ctx, dtype, m, n, out.data_ptr(), y_stride, x.data_ptr(), x_stride,
-                         stream, options)
-    if status:
-        raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
-    return out
+    if len(_plans) >= _PLANS_LIMIT:
+        _plans.clear()
+    _plans[key] = (ctx, _C_DTYPES[dtype], _I64(m), _I64(n), _I64(y_stride), _I64(x_stride),
+                   device, options, allocate)
 
 
 # ------------------------------------- softmax on __cuda_array_interface__
@@ -635,29 +673,71 @@ def softmax(x, out=None, *, num_warps=0, backend="ptx", template="auto", stream=
     torch tensors, else the interface's 'stream' (the legacy default stream
     when it has none). The launch is asynchronous on that stream.
     """
-    try:
-        options = _OPTIONS[(num_warps, backend, template)]
-    except KeyError:
-        options = _options(num_warps, backend, template)
+    # The hot path, for torch tensors: one dictionary look-up on the layout
+    # (dtype, shape, strides, device of x and out, and the options) finds
+    # everything checked and converted by the first call of that layout;
+    # then only the pointers and the stream are read, and the raw
+    # tj_softmax is called with ctypes objects. Written out flat, since
+    # each Python call or attribute read here is a measurable share of the
+    # few microseconds a launch costs.
+    if isinstance(x, _Tensor):
+        if out is None:
+            out_key = None
+        elif out is x:
+            out_key = True
+        elif isinstance(out, _Tensor):
+            out_key = (out.dtype, out.shape, out.stride(), out.get_device(), out.is_cuda)
+        else:
+            out_key = False  # never planned: the first call's checks raise
+        key = (x.dtype, x.shape, x.stride(), x.get_device(), x.is_cuda, out_key, num_warps,
+               backend, template)
+        plan = _plans.get(key)
+        if plan is None:
+            _plan_tensor_call(sys.modules["torch"], x, out, key, num_warps, backend, template)
+            plan = _plans[key]
+        ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = plan
+        if out is None:
+            out = allocate(x)
+        pointer = out.data_ptr()
+        y_arg = _ARGS.get(pointer)
+        if y_arg is None:
+            y_arg = _arg(pointer)
+        pointer = x.data_ptr()
+        x_arg = _ARGS.get(pointer)
+        if x_arg is None:
+            x_arg = _arg(pointer)
+        if stream is None:
+            stream = _raw_stream(device)
+            stream_arg = _ARGS.get(stream)
+            if stream_arg is None:
+                stream_arg = _arg(stream)
+        else:
+            stream_arg = _stream_arg(stream)
+        status = _tj_softmax_raw(ctx, dtype, m, n, y_arg, y_stride, x_arg, x_stride, stream_arg,
+                                 options)
+        if status:
+            raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
+        return out
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return _softmax_tensor(torch, x, out, options, stream)
+    if torch is not None and isinstance(x, torch.Tensor):  # the first tensor seen
+        _init_torch(torch)
+        return softmax(x, out, num_warps=num_warps, backend=backend, template=template,
+                       stream=stream)
+    options = _options(num_warps, backend, template)
     return _softmax_interface(x, out, options, stream)
 
 
 def _prepared_softmax(x, out):
     """A zero-argument callable that makes only the foreign call softmax(x,
-    out=out) would make (torch tensors): for measuring the binding's own
-    share of the host time per launch."""
-    torch = sys.modules["torch"]
-    softmax(x, out=out)  # validates, creates the context and compiles
-    dtype = (_torch_dtypes or _init_torch(torch))[x.dtype]
-    m, n, x_stride = _matrix_of_tensor(x, "x")
-    y_stride = _matrix_of_tensor(out, "out")[2]
-    device = x.get_device()
-    args = (_contexts[device], dtype, m, n, out.data_ptr(), y_stride, x.data_ptr(), x_stride,
-            _raw_stream(device), None)
-    return lambda: _tj_softmax(*args)
+    out=out) would make (torch tensors), with the same prepared arguments:
+    for measuring the binding's own share of the host time per launch."""
+    softmax(x, out=out)  # checks, creates the context, compiles, plans
+    out_key = (out.dtype, out.shape, out.stride(), out.get_device(), out.is_cuda)
+    key = (x.dtype, x.shape, x.stride(), x.get_device(), x.is_cuda, out_key, 0, "ptx", "auto")
+    ctx, dtype, m, n, y_stride, x_stride, device, options, _ = _plans[key]
+    args = (ctx, dtype, m, n, _arg(out.data_ptr()), y_stride, _arg(x.data_ptr()), x_stride,
+            _arg(_raw_stream(device)), options)
+    return lambda: _tj_softmax_raw(*args)
 
 
 # ------------------------------------------------------------ DeviceArray
