@@ -20,6 +20,12 @@ with __cuda_array_interface__. Every failure inside tilejit raises
 tilejit.Error(status, message) with the library's message; bad Python-side
 inputs raise TypeError or ValueError before anything reaches C.
 
+For torch tensors the first call of a layout (dtype, shape, strides,
+device, out's layout, options) checks it and keeps the C call's arguments
+as ctypes objects; later calls of that layout read only the data pointers
+and torch's current stream, so a launch costs little more host time than
+tj_softmax itself.
+
 One tj_context is kept per device for the life of the process, created on
 first use. For torch tensors it is created for the tensor's device, which
 attaches to the context torch made current there or retains that device's
@@ -558,8 +564,8 @@ def _allocator(torch, x, n):
 def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
     """Checks a layout seen for the first time and keeps, under its key,
     what every call with that layout passes (ctypes objects all): the
-    context, dtype, m, n, strides, options, device and output allocator.
-    Raises what the layout is wrong for; nothing is kept then."""
+    context, dtype, m, n, strides, options, device and output allocator;
+    returns it. Raises what the layout is wrong for; nothing is kept then."""
     options = _options(num_warps, backend, template)
     dtype = _torch_dtypes.get(x.dtype)
     if dtype is None:
@@ -578,10 +584,12 @@ def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
     else:
         y_stride = _out_stride(x, out, device)
     ctx = _contexts.get(device) or _context(device)
+    plan = (ctx, _C_DTYPES[dtype], _I64(m), _I64(n), _I64(y_stride), _I64(x_stride), device,
+            options, allocate)
     if len(_plans) >= _PLANS_LIMIT:
         _plans.clear()
-    _plans[key] = (ctx, _C_DTYPES[dtype], _I64(m), _I64(n), _I64(y_stride), _I64(x_stride),
-                   device, options, allocate)
+    _plans[key] = plan
+    return plan
 
 
 # ------------------------------------- softmax on __cuda_array_interface__
@@ -693,8 +701,8 @@ def softmax(x, out=None, *, num_warps=0, backend="ptx", template="auto", stream=
                backend, template)
         plan = _plans.get(key)
         if plan is None:
-            _plan_tensor_call(sys.modules["torch"], x, out, key, num_warps, backend, template)
-            plan = _plans[key]
+            plan = _plan_tensor_call(sys.modules["torch"], x, out, key, num_warps, backend,
+                                     template)
         ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = plan
         if out is None:
             out = allocate(x)
