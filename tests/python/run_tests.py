@@ -13,7 +13,8 @@ the library (CTest sets it to the one just built).
 Exit status: 0 when every selected test passed (some may have been skipped
 inside, e.g. no ptxas: the closing line counts them); 1 when one failed or
 none ran; 77 when every selected test was skipped, e.g. --gpu without a GPU
-(CTest reports that as skipped, not passed).
+(CTest reports that as skipped, not passed), and also when all tests were
+selected and the GPU ones were skipped for want of a GPU.
 """
 
 import os
@@ -46,9 +47,16 @@ def _with_pytest(pytest, select, extra):
     paths = [os.path.join(HERE, f"{name}.py") for name in MODULES]
     status = pytest.main(["-ra", "-p", "no:cacheprovider", *marker, *extra, *paths],
                          plugins=[counts])
-    if status == 0 and counts.passed == 0 and counts.skipped:
-        return SKIP
-    return 0 if status == 0 else 1
+    if status != 0:
+        return 1
+    return SKIP if counts.skipped and (counts.passed == 0 or _gpu_missing(select)) else 0
+
+
+def _gpu_missing(select):
+    """Whether the GPU tests of an all-tests run were skipped for want of a GPU."""
+    import harness
+
+    return select == "all" and harness.NO_GPU is not None
 
 
 def _without_pytest(select):
@@ -61,7 +69,7 @@ def _without_pytest(select):
     print(f"{passed} passed, {failed} failed, {skipped} skipped", flush=True)
     if failed or passed + skipped == 0:
         return 1
-    return SKIP if passed == 0 else 0
+    return SKIP if skipped and (passed == 0 or _gpu_missing(select)) else 0
 
 
 def main(argv):
