@@ -6,11 +6,12 @@
   name, find_library; libtilejit.so.0 before libtilejit.so in each folder.
 - A TILEJIT_LIBRARY that does not exist fails the import, naming it.
 - pip install of python/ into a scratch venv, offline (this interpreter's
-  pip and setuptools, no build isolation, no index): the installed module imports from outside the checkout, finds
-  the library through TILEJIT_LIBRARY, and, without it, in the venv's own
-  lib/ (sys.prefix); its version is the package's. Skipped where the
-  interpreter has no setuptools able to build a wheel offline (>= 70.1, or
-  >= 61 with the wheel package).
+  pip and setuptools, no build isolation, no index): the installed module
+  imports from outside the checkout, finds the library through
+  TILEJIT_LIBRARY, and, without it, in the venv's own lib/ (sys.prefix);
+  its version is the package's. Skipped where the interpreter has no
+  setuptools able to build a wheel offline (>= 70.1, or >= 61 with the
+  wheel package).
 """
 
 import importlib.metadata

@@ -71,7 +71,8 @@ class Recorder:
             if arg is None or isinstance(arg, int):
                 values.append(arg)
             elif isinstance(arg, ctypes._Pointer):
-                values.append({name: getattr(arg.contents, name) for name, _ in arg._type_._fields_})
+                fields = arg._type_._fields_
+                values.append({name: getattr(arg.contents, name) for name, _ in fields})
             else:
                 values.append(arg.value)
         self.calls.append(values)
