@@ -5,11 +5,11 @@
 #   bench/run_compare.sh [BUILD_DIR] [compare.py options, e.g. --all-dtypes --quick]
 #
 # BUILD_DIR (default build) must hold libtilejit.so; when it does not, the
-# library alone is built there (Release, tests off). Runs
-# tests/python/test_binding.py, then bench/compare.py --out bench/results,
-# which writes DATE-GPU.md, .csv and .png (or .svg) there. When OUT is set,
-# those files and both logs are copied under $OUT too. PYTHON picks the
-# interpreter (default python3).
+# library alone is built there (Release, tests off). Runs the binding's
+# tests (tests/python/run_tests.py, through pytest when installed), then
+# bench/compare.py --out bench/results, which writes DATE-GPU.md, .csv and
+# .png (or .svg) there. When OUT is set, those files and both logs are
+# copied under $OUT too. PYTHON picks the interpreter (default python3).
 #
 # Exit status: 0 when both passed; 77 when there is no GPU or torch; 1 else.
 set -uo pipefail
@@ -57,8 +57,8 @@ if command -v nvidia-smi >/dev/null; then
     --format=csv 2>&1 | tee "$logs/nvidia-smi.txt"
 fi
 
-echo "== tests/python/test_binding.py"
-"$python" tests/python/test_binding.py 2>&1 | tee "$logs/test_binding.log"
+echo "== tests/python/run_tests.py"
+"$python" tests/python/run_tests.py 2>&1 | tee "$logs/test_binding.log"
 test_status=${PIPESTATUS[0]}
 
 echo "== bench/compare.py --out bench/results $*"

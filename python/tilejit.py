@@ -1,9 +1,13 @@
 """tilejit: a ctypes binding to libtilejit, the C library that JIT-compiles
 tile programs to PTX.
 
-It needs no build step beyond the library. libtilejit.so is found through
-the TILEJIT_LIBRARY environment variable, else the build tree beside this
-file (../build, then the newest ../build-*), else an installed prefix.
+It needs no build step beyond the library. libtilejit is found through the
+TILEJIT_LIBRARY environment variable (its path; when set, nothing else is
+tried), else the build trees beside this file (../build, then the newest
+../build-*), else an installed prefix (lib/<multiarch>, lib64, lib under
+sys.prefix, /usr/local, /usr), else the dynamic loader's own search, else
+ctypes.util.find_library; libtilejit.so.0 before libtilejit.so in each
+folder. tilejit.library_path names the one loaded.
 
     import torch, tilejit
     x = torch.randn(4096, 1000, device="cuda")
@@ -15,6 +19,12 @@ row stride, or 1-D as one row; float32, float16, bfloat16) and any object
 with __cuda_array_interface__. Every failure inside tilejit raises
 tilejit.Error(status, message) with the library's message; bad Python-side
 inputs raise TypeError or ValueError before anything reaches C.
+
+For torch tensors the first call of a layout (dtype, shape, strides,
+device, out's layout, options) checks it and keeps the C call's arguments
+as ctypes objects; later calls of that layout read only the data pointers
+and torch's current stream, so a launch costs little more host time than
+tj_softmax itself.
 
 One tj_context is kept per device for the life of the process, created on
 first use. For torch tensors it is created for the tensor's device, which
@@ -30,7 +40,9 @@ import ctypes.util
 import enum
 import glob
 import os
+import platform
 import sys
+import sysconfig
 import threading
 
 __all__ = [
@@ -138,6 +150,9 @@ class _CodegenOptions(ctypes.Structure):
 # ------------------------------------------------------ finding the library
 
 
+_NAMES = ("libtilejit.so.0", "libtilejit.so")  # the soname first, then the dev link
+
+
 def _mtime(path):
     try:
         return os.path.getmtime(path)
@@ -145,24 +160,52 @@ def _mtime(path):
         return 0.0
 
 
+def _build_dirs():
+    """The build trees of the checkout this file sits in (python/ beside
+    build/): build/ first, then the other build-*/ folders, newest library
+    first. For a copy installed by pip (not editable) there are none."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    others = [d for d in glob.glob(os.path.join(root, "build-*")) if os.path.isdir(d)]
+    newest = lambda d: max(_mtime(os.path.join(d, name)) for name in _NAMES)  # noqa: E731
+    return [os.path.join(root, "build")] + sorted(others, key=newest, reverse=True)
+
+
+def _prefix_lib_dirs():
+    """lib/<multiarch>, lib64 and lib under sys.prefix (a venv or conda
+    environment), /usr/local and /usr: where CMake's GNUInstallDirs puts
+    libraries on Debian, RPM-based and other systems."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or f"{platform.machine()}-linux-gnu"
+    for prefix in dict.fromkeys((sys.prefix, "/usr/local", "/usr")):
+        for libdir in (os.path.join("lib", multiarch), "lib64", "lib"):
+            yield os.path.join(prefix, libdir)
+
+
 def _candidates():
-    """Paths to try, in order (a generator, so that the slow find_library
-    runs only when needed): TILEJIT_LIBRARY alone when set, else the build
-    tree, else installed prefixes."""
+    """The libraries to try, in order (a generator, so that the slow
+    find_library runs only when nothing before it loads):
+
+    1. TILEJIT_LIBRARY, alone when set;
+    2. the build trees beside this file (_build_dirs);
+    3. installed prefixes (_prefix_lib_dirs);
+    4. the bare names, which the dynamic loader looks up in
+       LD_LIBRARY_PATH, its cache and the system directories;
+    5. ctypes.util.find_library("tilejit").
+
+    In each folder libtilejit.so.0 (the soname) comes before libtilejit.so."""
     env = os.environ.get("TILEJIT_LIBRARY")
     if env:
         yield env
         return
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    yield os.path.join(root, "build", "libtilejit.so")
-    others = glob.glob(os.path.join(root, "build-*", "libtilejit.so"))
-    yield from sorted(others, key=_mtime, reverse=True)
+    for folder in _build_dirs():
+        for name in _NAMES:
+            yield os.path.join(folder, name)
+    for folder in _prefix_lib_dirs():
+        for name in _NAMES:
+            yield os.path.join(folder, name)
+    yield from _NAMES
     found = ctypes.util.find_library("tilejit")
     if found:
         yield found
-    for prefix in dict.fromkeys((sys.prefix, "/usr/local", "/usr")):
-        for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
-            yield os.path.join(prefix, libdir, "libtilejit.so")
 
 
 _P = ctypes.POINTER
@@ -213,29 +256,49 @@ def _bind(lib):
     return missing
 
 
+def _loaded_path(name):
+    """The file the dynamic loader picked for a bare name, from the
+    process's memory map (the name itself where there is none)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(None, 5)[-1].strip()
+                if os.path.basename(path).startswith("libtilejit.so"):
+                    return path
+    except OSError:
+        pass
+    return name
+
+
 def _load_library():
     """The first candidate that loads and has every function bound here."""
-    tried = []
+    missing_files, failures = [], []
     for path in _candidates():
         if os.sep in path and not os.path.exists(path):
-            tried.append(f"{path} (missing)")
+            missing_files.append(path)
             continue
         try:
             lib = ctypes.CDLL(path)
         except OSError as e:
-            tried.append(f"{path} ({e})")
+            failures.append(f"{path} ({e})")
             continue
         missing = _bind(lib)
         if not missing:
-            return lib, path
-        tried.append(f"{path} (older than this binding: no {', '.join(missing)})")
-    raise ImportError("tilejit: cannot load libtilejit.so; set TILEJIT_LIBRARY or build it "
-                      "(cmake -S . -B build && cmake --build build --target tilejit). Tried: "
-                      + "; ".join(tried))
+            return lib, path if os.sep in path else _loaded_path(path)
+        failures.append(f"{path} (older than this binding: no {', '.join(missing)})")
+    raise ImportError("tilejit: cannot load libtilejit.so; set TILEJIT_LIBRARY to its path, or "
+                      "build it (cmake -S . -B build && cmake --build build --target tilejit). "
+                      f"Not found: {', '.join(missing_files) or '-'}. "
+                      f"Failed: {'; '.join(failures) or '-'}")
 
 
 _lib, library_path = _load_library()
-_tj_softmax = _lib.tj_softmax  # the hot path's one foreign call
+_tj_softmax = _lib.tj_softmax  # with argtypes: checked conversions, for the slow paths
+# The same function without argtypes, for the hot path: every argument is
+# passed as a ctypes object made beforehand, which costs about half of
+# what argtypes' per-call conversions of Python ints do.
+_tj_softmax_raw = _lib["tj_softmax"]
+_tj_softmax_raw.restype = ctypes.c_int
 
 
 def _text(raw):
@@ -399,25 +462,64 @@ _OPTIONS = {(0, "ptx", "auto"): None}
 
 
 def _options(num_warps, backend, template):
+    """The tj_softmax_options pointer for these options (None: the defaults)."""
+    key = (num_warps, backend, template)
+    if key in _OPTIONS:
+        return _OPTIONS[key]
     struct = _SoftmaxOptions(_c_int(num_warps, "num_warps"), _choice(_BACKENDS, backend, "backend"),
                              _choice(_TEMPLATES, template, "template"))
     pointer = ctypes.pointer(struct)
-    _OPTIONS[(num_warps, backend, template)] = pointer
+    _OPTIONS[key] = pointer
     return pointer
+
+
+# ------------------------------------------- arguments as ctypes objects
+
+_C_DTYPES = (_I(0), _I(1), _I(2))
+_ARGS = {}  # int -> its c_uint64: device pointers and streams seen so far
+_ARGS_LIMIT = 4096  # past this many, the table starts again
+
+
+def _arg(value):
+    """value, a device pointer or a CUstream (an int), as the c_uint64 the
+    raw tj_softmax takes, made once per value: a table look-up costs less
+    than making the object anew. The hot path inlines the look-up."""
+    arg = _ARGS.get(value)
+    if arg is None:
+        if type(value) is not int:
+            raise TypeError(f"tilejit.softmax: a pointer or stream must be an int, "
+                            f"not {type(value).__name__}")
+        if not 0 <= value < 2**64:
+            raise ValueError(f"tilejit.softmax: {value} is not a 64-bit address")
+        if len(_ARGS) >= _ARGS_LIMIT:
+            _ARGS.clear()
+        arg = _ARGS[value] = _U64(value)
+    return arg
+
+
+def _stream_arg(stream):
+    """A caller's stream= (a CUstream as an int) as a c_uint64."""
+    if type(stream) is not int:  # bool and float hash like ints: refuse them first
+        raise TypeError(f"tilejit.softmax: stream must be a CUstream as an int, "
+                        f"not {type(stream).__name__}")
+    return _arg(stream)
 
 
 # ------------------------------------------------------ softmax on torch
 
-_torch_dtypes = None  # torch dtype -> tj_dtype, filled on first use
+_Tensor = type("_NoTensorYet", (), {})  # torch.Tensor once a tensor has been seen
+_torch_dtypes = None  # torch dtype -> tj_dtype
 _raw_stream = None  # device -> torch's current CUstream as an int
+_plans = {}  # layout key (see softmax) -> the prepared arguments of its calls
+_PLANS_LIMIT = 1024
 
 
 def _init_torch(torch):
-    global _torch_dtypes, _raw_stream
+    global _Tensor, _torch_dtypes, _raw_stream
     get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     _raw_stream = get or (lambda device: torch.cuda.current_stream(device).cuda_stream)
     _torch_dtypes = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-    return _torch_dtypes
+    _Tensor = torch.Tensor
 
 
 def _matrix_of_tensor(t, what):
@@ -437,19 +539,9 @@ def _matrix_of_tensor(t, what):
     raise ValueError(f"tilejit.softmax: {what} must be 1-D or 2-D, not {len(shape)}-D")
 
 
-def _tensor_layout(x, dtype):
-    """(m, n, row stride) of x outside the common case, or the error."""
-    if dtype is None:
-        raise TypeError(f"tilejit.softmax: x is {x.dtype}; "
-                        "tilejit takes float32, float16, bfloat16")
-    if not x.is_cuda:
-        raise ValueError(f"tilejit.softmax: x is on {x.device}; tilejit needs a CUDA tensor")
-    return _matrix_of_tensor(x, "x")
-
-
-def _out_stride(torch, x, out, device):
+def _out_stride(x, out, device):
     """out's row stride, after checking that it is a tensor like x."""
-    if not isinstance(out, torch.Tensor):
+    if not isinstance(out, _Tensor):
         raise TypeError("tilejit.softmax: out must be a torch.Tensor like x, "
                         f"not {type(out).__name__}")
     if out.dtype != x.dtype:
@@ -458,38 +550,49 @@ def _out_stride(torch, x, out, device):
         raise ValueError(f"tilejit.softmax: out has shape {tuple(out.shape)}, x {tuple(x.shape)}")
     if out.get_device() != device:
         raise ValueError(f"tilejit.softmax: out is on {out.device}, x on {x.device}")
-    if len(out.shape) == 2 and out.stride(1) == 1:
-        return out.stride(0)
     return _matrix_of_tensor(out, "out")[2]
 
 
-def _softmax_tensor(torch, x, out, options, stream):
-    """The torch path. The common case, a 2-D CUDA tensor of a supported
-    dtype with a contiguous last dimension, costs a few attribute reads;
-    anything else goes through _tensor_layout, which names what is wrong."""
-    dtype = (_torch_dtypes or _init_torch(torch)).get(x.dtype)
-    shape = x.shape
-    if dtype is not None and len(shape) == 2 and x.is_cuda and x.stride(1) == 1:
-        m, n = shape
-        x_stride = x.stride(0)
-    else:
-        m, n, x_stride = _tensor_layout(x, dtype)
+def _allocator(torch, x, n):
+    """How a call of this layout makes its output: empty_like(x) when x is
+    exactly contiguous (it then returns the same strides), else a new
+    contiguous tensor of x's shape, dtype and device."""
+    shape = tuple(x.shape)
+    if x.stride() == ((n, 1) if len(shape) == 2 else (1,)):
+        return torch.empty_like
+    dtype, device = x.dtype, x.device
+    return lambda _: torch.empty(shape, dtype=dtype, device=device)
+
+
+def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
+    """Checks a layout seen for the first time and keeps, under its key,
+    what every call with that layout passes (ctypes objects all): the
+    context, dtype, m, n, strides, options, device and output allocator;
+    returns it. Raises what the layout is wrong for; nothing is kept then."""
+    options = _options(num_warps, backend, template)
+    dtype = _torch_dtypes.get(x.dtype)
+    if dtype is None:
+        raise TypeError(f"tilejit.softmax: x is {x.dtype}; "
+                        "tilejit takes float32, float16, bfloat16")
+    if not x.is_cuda:
+        raise ValueError(f"tilejit.softmax: x is on {x.device}; tilejit needs a CUDA tensor")
+    m, n, x_stride = _matrix_of_tensor(x, "x")
     device = x.get_device()
+    allocate = None
     if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        allocate = _allocator(torch, x, n)
         y_stride = n
     elif out is x:
         y_stride = x_stride
     else:
-        y_stride = _out_stride(torch, x, out, device)
+        y_stride = _out_stride(x, out, device)
     ctx = _contexts.get(device) or _context(device)
-    if stream is None:
-        stream = _raw_stream(device)
-    status = _tj_softmax(ctx, dtype, m, n, out.data_ptr(), y_stride, x.data_ptr(), x_stride,
-                         stream, options)
-    if status:
-        raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
-    return out
+    plan = (ctx, _C_DTYPES[dtype], _I64(m), _I64(n), _I64(y_stride), _I64(x_stride), device,
+            options, allocate)
+    if len(_plans) >= _PLANS_LIMIT:
+        _plans.clear()
+    _plans[key] = plan
+    return plan
 
 
 # ------------------------------------- softmax on __cuda_array_interface__
@@ -581,29 +684,71 @@ def softmax(x, out=None, *, num_warps=0, backend="ptx", template="auto", stream=
     torch tensors, else the interface's 'stream' (the legacy default stream
     when it has none). The launch is asynchronous on that stream.
     """
-    try:
-        options = _OPTIONS[(num_warps, backend, template)]
-    except KeyError:
-        options = _options(num_warps, backend, template)
+    # The hot path, for torch tensors: one dictionary look-up on the layout
+    # (dtype, shape, strides, device of x and out, and the options) finds
+    # everything checked and converted by the first call of that layout;
+    # then only the pointers and the stream are read, and the raw
+    # tj_softmax is called with ctypes objects. Written out flat, since
+    # each Python call or attribute read here is a measurable share of the
+    # few microseconds a launch costs.
+    if isinstance(x, _Tensor):
+        if out is None:
+            out_key = None
+        elif out is x:
+            out_key = True
+        elif isinstance(out, _Tensor):
+            out_key = (out.dtype, out.shape, out.stride(), out.get_device(), out.is_cuda)
+        else:
+            out_key = False  # never planned: the first call's checks raise
+        key = (x.dtype, x.shape, x.stride(), x.get_device(), x.is_cuda, out_key, num_warps,
+               backend, template)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _plan_tensor_call(sys.modules["torch"], x, out, key, num_warps, backend,
+                                     template)
+        ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = plan
+        if out is None:
+            out = allocate(x)
+        pointer = out.data_ptr()
+        y_arg = _ARGS.get(pointer)
+        if y_arg is None:
+            y_arg = _arg(pointer)
+        pointer = x.data_ptr()
+        x_arg = _ARGS.get(pointer)
+        if x_arg is None:
+            x_arg = _arg(pointer)
+        if stream is None:
+            stream = _raw_stream(device)
+            stream_arg = _ARGS.get(stream)
+            if stream_arg is None:
+                stream_arg = _arg(stream)
+        else:
+            stream_arg = _stream_arg(stream)
+        status = _tj_softmax_raw(ctx, dtype, m, n, y_arg, y_stride, x_arg, x_stride, stream_arg,
+                                 options)
+        if status:
+            raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
+        return out
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return _softmax_tensor(torch, x, out, options, stream)
+    if torch is not None and isinstance(x, torch.Tensor):  # the first tensor seen
+        _init_torch(torch)
+        return softmax(x, out, num_warps=num_warps, backend=backend, template=template,
+                       stream=stream)
+    options = _options(num_warps, backend, template)
     return _softmax_interface(x, out, options, stream)
 
 
 def _prepared_softmax(x, out):
     """A zero-argument callable that makes only the foreign call softmax(x,
-    out=out) would make (torch tensors): for measuring the binding's own
-    share of the host time per launch."""
-    torch = sys.modules["torch"]
-    softmax(x, out=out)  # validates, creates the context and compiles
-    dtype = (_torch_dtypes or _init_torch(torch))[x.dtype]
-    m, n, x_stride = _matrix_of_tensor(x, "x")
-    y_stride = _matrix_of_tensor(out, "out")[2]
-    device = x.get_device()
-    args = (_contexts[device], dtype, m, n, out.data_ptr(), y_stride, x.data_ptr(), x_stride,
-            _raw_stream(device), None)
-    return lambda: _tj_softmax(*args)
+    out=out) would make (torch tensors), with the same prepared arguments:
+    for measuring the binding's own share of the host time per launch."""
+    softmax(x, out=out)  # checks, creates the context, compiles, plans
+    out_key = (out.dtype, out.shape, out.stride(), out.get_device(), out.is_cuda)
+    key = (x.dtype, x.shape, x.stride(), x.get_device(), x.is_cuda, out_key, 0, "ptx", "auto")
+    ctx, dtype, m, n, y_stride, x_stride, device, options, _ = _plans[key]
+    args = (ctx, dtype, m, n, _arg(out.data_ptr()), y_stride, _arg(x.data_ptr()), x_stride,
+            _arg(_raw_stream(device)), options)
+    return lambda: _tj_softmax_raw(*args)
 
 
 # ------------------------------------------------------------ DeviceArray

@@ -1,17 +1,20 @@
-"""Tests of the Python binding (python/tilejit.py). A plain script, no pytest:
+"""Tests of the Python binding (python/tilejit.py), under pytest or not:
 
-    TILEJIT_LIBRARY=build/libtilejit.so python3 tests/python/test_binding.py
+    python3 tests/python/run_tests.py                 # every module; see there
+    python3 -m pytest tests/python -m "not gpu"       # the host checks only
+    python3 tests/python/test_binding.py              # this module alone, no pytest
 
 Host checks run anywhere the library loads: dump_ptx (and ptxas on its
-output when a ptxas is found), and the no-driver path (a subprocess with
-TILEJIT_LIBCUDA=/nonexistent must get tilejit.Error NO_DRIVER). GPU checks
-need torch with CUDA: f32/f16/bf16 softmax against a float64 CPU reference
-with the project's testing tolerances, NaN-poisoned outputs, strided
-rows, in place, streams, __cuda_array_interface__ objects, concurrent first
-use, and the errors each bad input must raise.
+output when a ptxas is found), the ctypes structures against tilejit.h, and
+the no-driver path (a subprocess with TILEJIT_LIBCUDA=/nonexistent must get
+tilejit.Error NO_DRIVER). GPU checks need torch with CUDA: f32/f16/bf16
+softmax against a float64 CPU reference with the project's testing
+tolerances, NaN-poisoned outputs, strided rows, in place, streams,
+__cuda_array_interface__ objects, concurrent first use, the per-layout
+argument cache, and the errors each bad input must raise.
 
-Exit status: 0 all passed; 1 a check failed; 77 the host checks passed but
-there is no torch or no CUDA device, so the GPU checks were skipped.
+Run as a script, it exits 0 when all passed, 1 when a check failed, 77 when
+the host checks passed and the GPU checks were skipped (no torch or GPU).
 """
 
 import ctypes
@@ -22,21 +25,16 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+import harness
+from harness import ROOT, gpu, skip
 
-import tilejit  # noqa: E402
+import tilejit  # noqa: E402  (harness puts this checkout's python/ first)
 
-SKIP = 77
+torch = harness.torch
 TOLERANCES = {"f32": (1.3e-6, 1e-5), "f16": (1e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}
 WIDTHS = [1, 2, 3, 7, 31, 32, 33, 100, 127, 128, 500, 513, 777, 1000, 1023, 1024, 1025, 2047,
           4096, 4099, 8192, 16384, 32768, 32769, 65536, 100003]
-
-torch = None  # imported by gpu_available()
-_results = []  # (name, passed, note)
 
 
 def expect(condition, what):
@@ -54,20 +52,6 @@ def expect_raises(kinds, fn, *fragments):
             expect(fragment.lower() in text.lower(), f"message {text!r} lacks {fragment!r}")
         return e
     raise AssertionError(f"no {kinds} raised")
-
-
-def run(name, fn):
-    start = time.perf_counter()
-    try:
-        note = fn() or ""
-        _results.append((name, True, note))
-        print(f"PASS {name} ({time.perf_counter() - start:.2f} s) {note}", flush=True)
-    except Exception as e:  # a failed check or an unexpected error
-        _results.append((name, False, str(e)))
-        print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-        if not isinstance(e, AssertionError):
-            traceback.print_exc(file=sys.stdout)
-            sys.stdout.flush()
 
 
 # ------------------------------------------------------------ host checks
@@ -109,7 +93,7 @@ def test_dump_ptx():
 def test_ptxas_accepts_dump():
     ptxas = find_ptxas()
     if not ptxas:
-        return "(skipped: no ptxas)"
+        skip("no ptxas on PATH or in a triton wheel")
     with tempfile.TemporaryDirectory() as tmp:
         for n, dtype in ((32, "f32"), (1000, "f16"), (4096, "bf16"), (100003, "f32")):
             path = os.path.join(tmp, "k.ptx")
@@ -118,7 +102,7 @@ def test_ptxas_accepts_dump():
             done = subprocess.run([ptxas, "-arch=sm_90", path, "-o", os.path.join(tmp, "k.o")],
                                   capture_output=True, text=True)
             expect(done.returncode == 0, f"ptxas rejected n={n} {dtype}: {done.stderr[-2000:]}")
-    return f"({os.path.basename(ptxas)})"
+    print(f"ptxas: {ptxas}")
 
 
 def test_nvrtc_dump():
@@ -126,7 +110,7 @@ def test_nvrtc_dump():
         ptx = tilejit.dump_ptx(1000, "bf16", backend="nvrtc")
     except tilejit.Error as e:
         if e.status == tilejit.Status.NO_NVRTC:
-            return "(skipped: no libnvrtc)"
+            skip(f"no libnvrtc: {e.message}")
         raise
     expect(".entry" in ptx, "NVRTC PTX has no entry")
 
@@ -156,7 +140,7 @@ def test_struct_layouts():
     constant, printed by a C program compiled against the header."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
-        return "(skipped: no C compiler)"
+        skip("no C compiler")
     lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "tilejit.h"', "int main(void) {"]
     expected = []
     for c_name, py_name in MIRRORED_STRUCTS.items():
@@ -184,7 +168,6 @@ def test_struct_layouts():
     wrong = [f"{what}: C {c}, binding {py}" for (what, py), c in zip(expected, printed)
              if str(py) != c]
     expect(not wrong, "the binding disagrees with tilejit.h: " + "; ".join(wrong))
-    return f"({len(expected)} values)"
 
 
 NO_DRIVER_CHILD = r"""
@@ -211,7 +194,8 @@ for call in calls:
 
 def test_no_driver():
     env = dict(os.environ, TILEJIT_LIBCUDA="/nonexistent/libcuda.so.1")
-    done = subprocess.run([sys.executable, "-c", NO_DRIVER_CHILD, os.path.join(ROOT, "python")],
+    python_dir = os.path.dirname(os.path.abspath(tilejit.__file__))
+    done = subprocess.run([sys.executable, "-c", NO_DRIVER_CHILD, python_dir],
                           capture_output=True, text=True, env=env, timeout=300)
     expect(done.returncode == 0, f"child failed: {done.stderr[-2000:]}")
     lines = [line for line in done.stdout.splitlines() if line.strip()]
@@ -219,22 +203,9 @@ def test_no_driver():
     for line in lines:
         expect(line.startswith("NO_DRIVER |"), f"expected NO_DRIVER, got {line!r}")
         expect("no cuda driver" in line.lower() and "/nonexistent" in line, f"message {line!r}")
-    return f"({len(lines)} call{'s' if len(lines) > 1 else ''})"
 
 
 # -------------------------------------------------------------- GPU helpers
-
-
-def gpu_available():
-    global torch
-    try:
-        import torch as imported
-    except ImportError:
-        return "torch is not installed"
-    torch = imported
-    if not torch.cuda.is_available():
-        return "torch sees no CUDA device"
-    return None
 
 
 def dtype_of(name):
@@ -296,6 +267,7 @@ class Wrapped:
 # ---------------------------------------------------------------- GPU checks
 
 
+@gpu
 def test_concurrent_first_use():
     """Threads racing on the first call: one context, one compile, all right."""
     n, count = 777, 8
@@ -328,6 +300,7 @@ def test_concurrent_first_use():
     expect(stats["misses"] == 1, f"{stats['misses']} compiles for one key: {stats}")
 
 
+@gpu
 def test_dtypes_and_widths():
     checked = 0
     for name in ("f32", "f16", "bf16"):
@@ -340,9 +313,44 @@ def test_dtypes_and_widths():
             expect_close(out, ref, name, f"{name} {m}x{n} out=")
             expect_close(tilejit.softmax(x), ref, name, f"{name} {m}x{n} allocated")
             checked += 1
-    return f"({checked} shapes x 2)"
+    print(f"{checked} shapes x 2")
 
 
+@gpu
+def test_layout_cache():
+    """Calls of one layout share the arguments prepared by the first: each
+    must still use its own pointers, out and the current stream."""
+    a, b = fresh(64, 1000, "f32"), fresh(64, 1000, "f32")
+    ya, yb = tilejit.softmax(a), tilejit.softmax(b)
+    expect(ya.data_ptr() != yb.data_ptr(), "two calls returned one buffer")
+    expect_close(ya, reference(a), "f32", "first of a layout")
+    expect_close(yb, reference(b), "f32", "second of a layout")
+    out = poisoned_like(a)
+    tilejit.softmax(b, out=out)
+    expect_close(out, reference(b), "f32", "out= of the layout")
+    tilejit.softmax(a, out=out)
+    expect_close(out, reference(a), "f32", "out= again, other x")
+    c = a.clone()
+    tilejit.softmax(c, out=c)
+    expect_close(c, reference(a), "f32", "in place after out of place")
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        d = fresh(64, 1000, "f32")
+        for _ in range(20):
+            d.mul_(1.0)
+        d.add_(1.0)
+        yd = tilejit.softmax(d)
+    side.synchronize()
+    expect_close(yd, reference(d), "f32", "a cached layout on a side stream")
+    for x in (fresh(8, 1100, "f16")[:, :1000], fresh(1, 1100, "bf16")[:, :1000]):
+        y = tilejit.softmax(x)
+        expect(y.is_contiguous() and y.shape == x.shape, f"output strides {y.stride()}")
+        name = "f16" if x.dtype == torch.float16 else "bf16"
+        expect_close(y, reference(x), name, f"strided {tuple(x.shape)} allocated")
+
+
+@gpu
 def test_strided_rows():
     """x and out are column slices of wider, NaN-poisoned buffers: the rows
     are strided and offset, and nothing outside out may be written."""
@@ -361,6 +369,7 @@ def test_strided_rows():
             expect(torch.equal(wide, before), f"{name} n={n}: x was modified")
 
 
+@gpu
 def test_in_place_and_shapes():
     for name in ("f32", "f16", "bf16"):
         x = fresh(50, 1000, name)
@@ -379,6 +388,7 @@ def test_in_place_and_shapes():
         expect(tuple(tilejit.softmax(empty).shape) == shape, f"empty {shape}")
 
 
+@gpu
 def test_streams():
     """The launch goes on torch's current stream: work queued just before on
     a side stream, with no synchronization, must be seen."""
@@ -400,6 +410,7 @@ def test_streams():
     expect_close(out, reference(x), "f32", "stream=")
 
 
+@gpu
 def test_interface_objects():
     for name in ("f32", "f16", "bf16"):
         wide = fresh(40, 1100, name)
@@ -422,11 +433,13 @@ def test_interface_objects():
     got = torch.frombuffer(bytearray(result.copy_to_host()), dtype=torch.float32)
     expect_close(got, reference(x), "f32", "torch's own interface -> DeviceArray")
     if importlib.util.find_spec("numpy") is None:  # torch reads an interface through numpy
-        return "(torch.as_tensor(DeviceArray) skipped: no numpy)"
+        print("torch.as_tensor(DeviceArray) not checked: no numpy")
+        return
     view = torch.as_tensor(result, device="cuda").clone()
     expect_close(view, reference(x), "f32", "DeviceArray -> torch.as_tensor")
 
 
+@gpu
 def test_nvrtc_backend():
     for name in ("f32", "bf16"):
         for n in (1000, 40000):
@@ -435,11 +448,12 @@ def test_nvrtc_backend():
                 y = tilejit.softmax(x, backend="nvrtc")
             except tilejit.Error as e:
                 if e.status == tilejit.Status.NO_NVRTC:
-                    return f"(skipped: {e.message})"
+                    skip(f"no libnvrtc: {e.message}")
                 raise
             expect_close(y, reference(x), name, f"nvrtc {name} n={n}")
 
 
+@gpu
 def test_options():
     x = fresh(20, 1000, "f32")
     ref = reference(x)
@@ -449,6 +463,7 @@ def test_options():
         expect_close(tilejit.softmax(x, template=template), ref, "f32", f"template={template}")
 
 
+@gpu
 def test_errors():
     x = fresh(4, 100, "f32")
     expect_raises(ValueError, lambda: tilejit.softmax(x.reshape(2, 2, 100)), "3-D")
@@ -469,6 +484,7 @@ def test_errors():
     expect_raises(tilejit.Error, lambda: tilejit.softmax(x, num_warps=3), "num_warps")
 
 
+@gpu
 def test_info():
     info = tilejit.device_info()
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -477,34 +493,23 @@ def test_info():
     expect(info["sm_count"] == props.multi_processor_count, f"sm_count {info['sm_count']}")
     stats = tilejit.cache_stats()
     expect(stats["entries"] > 0 and stats["hits"] > 0, f"cache stats {stats}")
-    return f"({info['name']}, sm_{info['arch']}, {stats['entries']} kernels, " \
-           f"codegen {stats['codegen_us']:.0f} us, JIT {stats['jit_ms']:.0f} ms in all)"
+    print(f"{info['name']}, sm_{info['arch']}, {stats['entries']} kernels, "
+          f"codegen {stats['codegen_us']:.0f} us, JIT {stats['jit_ms']:.0f} ms in all")
 
 
 def main():
-    print(f"tilejit {tilejit.version()} from {os.path.basename(tilejit.library_path)}", flush=True)
-    for test in (test_struct_layouts, test_dump_ptx, test_ptxas_accepts_dump, test_nvrtc_dump,
-                 test_no_driver):
-        run(test.__name__, test)
-    why = gpu_available()
-    if why is None:
+    """This module alone, without pytest: exit 0, 1, or 77 (GPU checks skipped)."""
+    print(f"tilejit {tilejit.version()} from {tilejit.library_path}", flush=True)
+    if harness.NO_GPU is None:
         seed = int.from_bytes(os.urandom(4), "little")
         torch.manual_seed(seed)
         print(f"GPU checks on {torch.cuda.get_device_name()} (torch {torch.__version__}, "
               f"seed {seed})", flush=True)
-        for test in (test_concurrent_first_use, test_dtypes_and_widths, test_strided_rows,
-                     test_in_place_and_shapes, test_streams, test_interface_objects,
-                     test_nvrtc_backend, test_options, test_errors, test_info):
-            run(test.__name__, test)
-    failed = [name for name, ok, _ in _results if not ok]
-    print(f"{len(_results) - len(failed)} passed, {len(failed)} failed"
-          + (f": {', '.join(failed)}" if failed else ""), flush=True)
+    passed, failed, skipped = harness.run_modules([__name__])
+    print(f"{passed} passed, {failed} failed, {skipped} skipped", flush=True)
     if failed:
         return 1
-    if why is not None:
-        print(f"GPU checks skipped: {why}", flush=True)
-        return SKIP
-    return 0
+    return 77 if harness.NO_GPU else 0
 
 
 if __name__ == "__main__":

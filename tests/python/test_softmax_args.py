@@ -1,0 +1,227 @@
+"""tilejit.softmax's torch path without a GPU: stand-in tensors (fake_torch.py)
+go through the checks and the per-layout argument cache, and a recorder
+takes the place of the C call, so that each test sees exactly what would
+reach tj_softmax (context, dtype, m, n, pointers, strides, stream, options).
+
+Each test runs in a child process of its own, since the stand-in must be
+imported as "torch" before tilejit sees a tensor: test_X runs child_X
+there. The no-driver test leaves the C library in place and expects its
+NO_DRIVER error.
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+
+import harness
+
+HERE = harness.HERE
+CTX0, CTX1 = 0xC0DE00, 0xC1DE00
+
+
+def run_child(name, **env):
+    """Runs child_<name> in a fresh interpreter with the stand-in torch."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import fake_torch; fake_torch.install(); "
+            "import test_softmax_args as t; t.in_child(sys.argv[2])")
+    done = subprocess.run([sys.executable, "-c", code, HERE, name], capture_output=True,
+                          text=True, env=dict(os.environ, **env), timeout=120)
+    assert done.returncode == 0 and "CHILD OK" in done.stdout, \
+        f"child_{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+
+
+def test_arguments():
+    run_child("arguments")
+
+
+def test_errors_before_any_call():
+    run_child("errors_before_any_call")
+
+
+def test_library_error():
+    run_child("library_error")
+
+
+def test_no_driver():
+    run_child("no_driver", TILEJIT_LIBCUDA="/nonexistent/libcuda.so.1")
+
+
+def test_prepared_call():
+    run_child("prepared_call")
+
+
+def test_argument_table():
+    run_child("argument_table")
+
+
+# ------------------------------------------------------ inside the child
+
+
+class Recorder:
+    """Takes tilejit's raw tj_softmax: keeps each call's arguments as plain
+    values (options as a dict of the struct's fields) and returns status."""
+
+    def __init__(self):
+        self.calls, self.status = [], 0
+
+    def __call__(self, *args):
+        assert len(args) == 10, f"{len(args)} arguments"
+        values = []
+        for arg in args:
+            if arg is None or isinstance(arg, int):
+                values.append(arg)
+            elif isinstance(arg, ctypes._Pointer):
+                fields = arg._type_._fields_
+                values.append({name: getattr(arg.contents, name) for name, _ in fields})
+            else:
+                values.append(arg.value)
+        self.calls.append(values)
+        return self.status
+
+
+def in_child(name):
+    import tilejit
+
+    recorder = None
+    if name != "no_driver":
+        recorder = Recorder()
+        tilejit._tj_softmax_raw = recorder
+        tilejit._contexts[0] = ctypes.c_void_p(CTX0)
+        tilejit._contexts[1] = ctypes.c_void_p(CTX1)
+        tilejit._lib.tj_context_error = lambda ctx: b"fake: x and y overlap"
+    globals()[f"child_{name}"](tilejit, sys.modules["torch"], recorder)
+    print("CHILD OK")
+
+
+def child_arguments(tilejit, torch, recorder):
+    import fake_torch
+
+    x = torch.Tensor((4, 32))
+    y = tilejit.softmax(x)
+    assert isinstance(y, torch.Tensor) and y is not x and y.shape == (4, 32)
+    assert recorder.calls[-1] == [CTX0, 0, 4, 32, y.data_ptr(), 32, x.data_ptr(), 32, 0x5000, None]
+    # The same layout again: the cached plan, with this call's pointers.
+    x2 = torch.Tensor((4, 32))
+    y2 = tilejit.softmax(x2)
+    assert recorder.calls[-1][4] == y2.data_ptr() != y.data_ptr()
+    assert recorder.calls[-1][6] == x2.data_ptr() != x.data_ptr()
+    assert len(tilejit._plans) == 1, tilejit._plans
+    # The stream is asked for on every call, not kept with the plan.
+    fake_torch.CURRENT_STREAM[0] = 0x6000
+    tilejit.softmax(x)
+    assert recorder.calls[-1][8] == 0x6000 and fake_torch.STREAM_QUERIES[-1] == 0
+    tilejit.softmax(x, stream=0x7000)
+    assert recorder.calls[-1][8] == 0x7000
+    tilejit.softmax(x, stream=0)
+    assert recorder.calls[-1][8] == 0
+    # In place; strided rows in and out; a row as a 1-D tensor.
+    assert tilejit.softmax(x, out=x) is x
+    assert recorder.calls[-1][4:8] == [x.data_ptr(), 32, x.data_ptr(), 32]
+    wide = torch.Tensor((4, 40))
+    xv = wide.view_of((4, 32), (40, 1), offset=8)
+    yv = tilejit.softmax(xv)
+    assert yv.stride() == (32, 1)
+    assert recorder.calls[-1][4:8] == [yv.data_ptr(), 32, wide.data_ptr() + 32, 40]
+    out_wide = torch.Tensor((4, 48))
+    out = out_wide.view_of((4, 32), (48, 1), offset=3)
+    assert tilejit.softmax(xv, out=out) is out
+    assert recorder.calls[-1][4:8] == [out_wide.data_ptr() + 12, 48, wide.data_ptr() + 32, 40]
+    row = torch.Tensor((100,))
+    tilejit.softmax(row)
+    assert recorder.calls[-1][1:4] == [0, 1, 100] and recorder.calls[-1][5] == 100
+    # dtypes, the second device, empty tensors.
+    tilejit.softmax(torch.Tensor((2, 8), torch.float16))
+    assert recorder.calls[-1][1] == 1
+    tilejit.softmax(torch.Tensor((2, 8), torch.bfloat16, "cuda:1"))
+    assert recorder.calls[-1][:2] == [CTX1, 2] and fake_torch.STREAM_QUERIES[-1] == 1
+    tilejit.softmax(torch.Tensor((0, 100)))
+    assert recorder.calls[-1][2:4] == [0, 100]
+    # Options reach C as a struct; the defaults as NULL.
+    tilejit.softmax(x, num_warps=8)
+    assert recorder.calls[-1][9] == {"num_warps": 8, "backend": 0, "which_template": 0,
+                                     "cluster": 0, "split": 0}
+    tilejit.softmax(x, backend="nvrtc", template="online")
+    assert recorder.calls[-1][9]["backend"] == 1 and recorder.calls[-1][9]["which_template"] == 2
+    tilejit.softmax(x)
+    assert recorder.calls[-1][9] is None
+
+
+def expect_raises(kind, fn, fragment):
+    try:
+        fn()
+    except kind as e:
+        assert fragment.lower() in str(e).lower(), f"{str(e)!r} lacks {fragment!r}"
+        return e
+    raise AssertionError(f"no {kind.__name__} ({fragment})")
+
+
+def child_errors_before_any_call(tilejit, torch, recorder):
+    x = torch.Tensor((4, 100))
+    cases = [
+        (TypeError, lambda: tilejit.softmax(torch.Tensor((4, 100), torch.float64)), "float64"),
+        (ValueError, lambda: tilejit.softmax(torch.Tensor((4, 100), device="cpu")), "cpu"),
+        (ValueError, lambda: tilejit.softmax(torch.Tensor((2, 2, 100))), "3-D"),
+        (ValueError, lambda: tilejit.softmax(torch.Tensor((100, 8), strides=(1, 100))),
+         "contiguous"),
+        (ValueError, lambda: tilejit.softmax(torch.Tensor((100,), strides=(2,))), "contiguous"),
+        (ValueError, lambda: tilejit.softmax(x, out=torch.Tensor((4, 101))), "shape"),
+        (TypeError, lambda: tilejit.softmax(x, out=torch.Tensor((4, 100), torch.float16)),
+         "float16"),
+        (TypeError, lambda: tilejit.softmax(x, out=[0.0] * 400), "list"),
+        (ValueError, lambda: tilejit.softmax(x, out=torch.Tensor((4, 100), device="cuda:1")),
+         "cuda:1"),
+        (ValueError, lambda: tilejit.softmax(x, backend="llvm"), "backend"),
+        (ValueError, lambda: tilejit.softmax(x, template="two-pass"), "template"),
+        (ValueError, lambda: tilejit.softmax(x, num_warps=2**32 + 1), "num_warps"),
+        (TypeError, lambda: tilejit.softmax(x, num_warps=4.5), "num_warps"),
+        (TypeError, lambda: tilejit.softmax([1.0, 2.0]), "__cuda_array_interface__"),
+    ]
+    for kind, fn, fragment in cases:
+        expect_raises(kind, fn, fragment)
+        expect_raises(kind, fn, fragment)  # the same again: nothing was kept
+    assert recorder.calls == [], recorder.calls
+    assert tilejit._plans == {}, tilejit._plans
+    # A bad stream is refused before the call (the layout is planned by then).
+    expect_raises(TypeError, lambda: tilejit.softmax(x, stream="0"), "stream")
+    expect_raises(TypeError, lambda: tilejit.softmax(x, stream=True), "stream")
+    expect_raises(TypeError, lambda: tilejit.softmax(x, stream=1.0), "stream")
+    expect_raises(ValueError, lambda: tilejit.softmax(x, stream=-1), "64-bit")
+    assert recorder.calls == [], recorder.calls
+    tilejit.softmax(x)
+    assert len(recorder.calls) == 1
+
+
+def child_library_error(tilejit, torch, recorder):
+    recorder.status = int(tilejit.Status.INVALID_ARGUMENT)
+    x = torch.Tensor((4, 100))
+    for _ in range(2):  # the first call plans, the second uses the plan
+        e = expect_raises(tilejit.Error, lambda: tilejit.softmax(x, out=x), "overlap")
+        assert e.status == tilejit.Status.INVALID_ARGUMENT and e.message.startswith("fake:")
+    assert len(recorder.calls) == 2
+
+
+def child_no_driver(tilejit, torch, recorder):
+    x = torch.Tensor((4, 100))
+    for _ in range(2):
+        e = expect_raises(tilejit.Error, lambda: tilejit.softmax(x), "no cuda driver")
+        assert e.status == tilejit.Status.NO_DRIVER and "/nonexistent" in e.message, e
+    assert tilejit._plans == {}, tilejit._plans
+
+
+def child_prepared_call(tilejit, torch, recorder):
+    x, y = torch.Tensor((1, 32)), torch.Tensor((1, 32))
+    call = tilejit._prepared_softmax(x, y)
+    assert call() == 0
+    assert recorder.calls[-1] == recorder.calls[-2], recorder.calls
+    assert recorder.calls[-1] == [CTX0, 0, 1, 32, y.data_ptr(), 32, x.data_ptr(), 32, 0x5000, None]
+
+
+def child_argument_table(tilejit, torch, recorder):
+    first = tilejit._arg(0x1000)
+    assert first.value == 0x1000 and tilejit._arg(0x1000) is first
+    assert tilejit._arg(2**64 - 1).value == 2**64 - 1
+    expect_raises(ValueError, lambda: tilejit._arg(2**64), "64-bit")
+    expect_raises(TypeError, lambda: tilejit._arg(12345.0), "int")
+    for value in range(tilejit._ARGS_LIMIT + 10):
+        tilejit._arg(value)
+    assert len(tilejit._ARGS) <= tilejit._ARGS_LIMIT
