@@ -17,6 +17,7 @@
  * last row is an interpreter error.
  */
 #include "ir/ir.h"
+#include "runtime/runtime.h"
 #include "support.h"
 
 #include <check.h>
@@ -415,6 +416,18 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 7, 70000, &o), S, 73728, 16, 2, 1);
   o = (tj_softmax_options){.split = 3};
   ASSERT_PLAN(plan_of(75, TJ_DTYPE_F16, 7, 100, &o), S, 128, 4, 1, 3);
+  /* A plan the runtime shrinks (NVRTC takes one CTA a row; residency) gets
+   * a BLOCK that fits what is left: a multiple of the threads' vectors, or a power
+   * of two if that is less (before, 9 x 40000 through NVRTC kept 59392 for
+   * 7168 threads, and specialize refused it). */
+  tj_softmax_plan shrunk = plan_of(90, TJ_DTYPE_F32, 9, 40000, NULL);
+  ASSERT_PLAN(shrunk, S, 59392, 16, 1, 29);
+  shrunk.split = 14;
+  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000);
+  ASSERT_PLAN(shrunk, S, 57344, 16, 1, 14);
+  shrunk.split = 1;
+  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000);
+  ASSERT_PLAN(shrunk, S, 40960, 16, 1, 1);
   /* A NULL device plans for the nominal sm_90. */
   tj_softmax_plan p;
   ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1024, 65536, NULL, &p), TJ_OK);

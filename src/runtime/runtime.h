@@ -427,6 +427,13 @@ tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t
 /* Frees every stream's workspace (context teardown, after a synchronize). */
 void rt_workspace_free_all(tj_context *ctx);
 
+/* ------------------------------------------------------ softmax_plan.c */
+
+/* BLOCK for the plan's template, warps, cluster and split: next_pow2(n),
+ * or for a row over several CTAs the whole vectors of every thread when
+ * that is less (after the runtime shrinks a plan, too). */
+void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n);
+
 /* ---------------------------------------------------- softmax_launch.c */
 
 /* Drops the fast path's references (context teardown). */

@@ -161,22 +161,26 @@ static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_so
   return st;
 }
 
-/* Halves the cluster, else the split; false when there is nothing left. */
-static bool shrink(tj_softmax_plan *plan) {
+/* Halves the cluster, else the split, and fits BLOCK to what is left;
+ * false when there is nothing left. */
+static bool shrink(tj_softmax_plan *plan, tj_dtype dtype, int64_t n) {
   if (plan->cluster > 1)
     plan->cluster /= 2;
   else if (plan->split > 1)
     plan->split /= 2;
   else
     return false;
+  rt_softmax_fit_block(plan, dtype, n);
   return true;
 }
 
-/* Compiles key's plan, shrunk until its CTAs can be resident together. */
+/* Compiles key's plan, shrunk until its CTAs can be resident together (or,
+ * through NVRTC, until it is one CTA a row). */
 static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry **out) {
   tj_softmax_plan plan = key->plan;
   tj_status st;
-  while ((st = compile_plan(ctx, key, &plan, out)) == TJ_ERR_UNSUPPORTED && shrink(&plan))
+  while ((st = compile_plan(ctx, key, &plan, out)) == TJ_ERR_UNSUPPORTED &&
+         shrink(&plan, (tj_dtype)key->dtype, key->n))
     continue;
   return st;
 }

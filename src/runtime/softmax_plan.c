@@ -155,18 +155,24 @@ tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int6
   plan->cluster = plan->split = 1;
   plan->num_warps = o->num_warps ? o->num_warps : tj_default_num_warps(plan->block, dtype);
   bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block > ROW_PER_CTA;
-  int elem = ir_dtype_size(dtype);
-  if (wide && !o->cluster && !o->split) plan_wide(device, elem, m, n, o->num_warps, plan);
+  if (wide && !o->cluster && !o->split)
+    plan_wide(device, ir_dtype_size(dtype), m, n, o->num_warps, plan);
   if (wide && !o->num_warps && (o->cluster || o->split)) plan->num_warps = CLUSTER_THREADS / 32;
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
-  if (!wide) return TJ_OK;
-  /* BLOCK: whole vectors for every thread spread over the row, not the next
-   * power of two (whose padding every thread would compute on). */
-  int64_t span = 32LL * plan->num_warps * plan->cluster * plan->split * (16 / elem);
+  rt_softmax_fit_block(plan, dtype, n);
+  return TJ_OK;
+}
+
+void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n) {
+  if (plan->which != TJ_SOFTMAX_SINGLE) return;
+  plan->block = tj_next_pow2(n);
+  if (plan->block <= ROW_PER_CTA) return;
+  /* Whole vectors for every thread spread over the row, not the next power
+   * of two (whose padding every thread would compute on). */
+  int64_t span = 32LL * plan->num_warps * plan->cluster * plan->split * (16 / ir_dtype_size(dtype));
   int64_t block = ceil_div(n, span) * span;
   if (block < plan->block) plan->block = block;
-  return TJ_OK;
 }
 
 tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
