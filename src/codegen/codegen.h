@@ -171,6 +171,7 @@ typedef struct CgGeometry {
   CgOperand cluster_rank, split_rank; /* multi-CTA: this CTA's ranks (else 0) */
   CgOperand unit, units;              /* multi-CTA: its group (or cluster), and their count */
   CgOperand count, first, stride, inst, inst_valid;
+  CgOperand later; /* multi-CTA: pred, this CTA is past its first instance */
 } CgGeometry;
 
 #define CG_MAX_CLUSTER  16   /* CTAs in a cluster (above 8: the non-portable sizes) */

@@ -229,6 +229,10 @@ void cg_geometry_prologue(CgCtx *c) {
     g->group64 = cg_reg(&c->em, CG_B64);
     cg_line(&c->em, "cvt.u64.u32 %s, %s;", CG_N(g->group64), CG_N(g->group_index));
   }
+  if (cg_multi_cta(c)) {
+    g->later = cg_reg(&c->em, CG_PRED);
+    cg_line(&c->em, "setp.ne.u32 %s, 0, 0;", CG_N(g->later));
+  }
   instance_loop_head(c);
 }
 
@@ -258,6 +262,7 @@ void cg_instance_end(CgCtx *c) {
   CgOperand more = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "add.s64 %s, %s, %s;", CG_N(g->first), CG_N(g->first), CG_N(g->stride));
   cg_line(&c->em, "setp.lt.u64 %s, %s, %s;", CG_N(more), CG_N(g->first), CG_N(g->count));
+  if (cg_multi_cta(c)) cg_line(&c->em, "setp.eq.u32 %s, 0, 0;", CG_N(g->later));
   cg_line(&c->em, "@%s bra.uni $Linst;", CG_N(more));
   cg_raw(&c->em, "$Ldone:\n");
   cg_line(&c->em, "ret;");

@@ -72,6 +72,12 @@ static void site(CgCtx *c, int inst, unsigned *dirty) {
 
 static unsigned walk(CgCtx *c, int from, int to, unsigned dirty);
 
+/* The sum of a fused pair: its max (an earlier instruction) emits the pair,
+ * with the max's site. */
+static bool is_fused_sum(const CgCtx *c, int inst) {
+  return c->partner[inst] >= 0 && c->partner[inst] < inst;
+}
+
 /* A loop's head sees its entry and the end of any iteration. */
 static unsigned loop(CgCtx *c, int from, int to, unsigned entry) {
   unsigned head = entry;
@@ -86,7 +92,7 @@ static unsigned loop(CgCtx *c, int from, int to, unsigned entry) {
 static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
   if (c->streamed) { /* no loops; reductions combine phase by phase */
     for (int k = 0; k < c->nstream_order; k++)
-      if (c->partner[c->stream_order[k]] < c->stream_order[k]) site(c, c->stream_order[k], &dirty);
+      if (!is_fused_sum(c, c->stream_order[k])) site(c, c->stream_order[k], &dirty);
     return dirty;
   }
   for (int i = from; i < to; i++) {
@@ -95,8 +101,8 @@ static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
       int end = (int)in->iimm;
       dirty = loop(c, i + 1, end, dirty);
       i = end;
-    } else if (is_reduce(in) && c->partner[i] < i) {
-      site(c, i, &dirty); /* a fused sum travels with its max */
+    } else if (is_reduce(in) && !is_fused_sum(c, i)) {
+      site(c, i, &dirty); /* a fused sum travels with its max, at the max's site */
     }
   }
   return dirty;
