@@ -1190,7 +1190,7 @@ static const CliOption option_table[] = {
 
 static const CliTool tool = {
     .name = "tj-bench",
-    .usage = "tj-bench [--bandwidth | --latency | --all | --codegen] [options]",
+    .usage = "tj-bench [--bandwidth | --latency | --all | --codegen | --warm-start] [options]",
     .about = "--warps, --cluster, --split and --template override tj_softmax's plan\n"
              "(tj_softmax_options). Only --codegen runs without a CUDA driver and GPU.\n",
     .options = option_table,

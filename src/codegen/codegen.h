@@ -270,6 +270,9 @@ bool cg_level_used(const CgCtx *c, CgLevel level);
 /* Fused pairs (c->partner), where a round is costly: a grid level, or a
  * streamed tile. Then regions and barriers per reduction (c->sites). */
 tj_status cg_find_pairs(CgCtx *c);
+/* The sum of a fused pair: its max (an earlier instruction) emits the
+ * pair, at the max's reduction site. */
+bool cg_fused_sum(const CgCtx *c, int inst);
 tj_status cg_plan_reductions(CgCtx *c);
 /* Addresses the levels in use need, in the kernel's prologue. */
 void cg_reduce_prologue(CgCtx *c);

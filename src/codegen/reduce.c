@@ -72,12 +72,6 @@ static void site(CgCtx *c, int inst, unsigned *dirty) {
 
 static unsigned walk(CgCtx *c, int from, int to, unsigned dirty);
 
-/* The sum of a fused pair: its max (an earlier instruction) emits the pair,
- * with the max's site. */
-static bool is_fused_sum(const CgCtx *c, int inst) {
-  return c->partner[inst] >= 0 && c->partner[inst] < inst;
-}
-
 /* A loop's head sees its entry and the end of any iteration. */
 static unsigned loop(CgCtx *c, int from, int to, unsigned entry) {
   unsigned head = entry;
@@ -92,7 +86,7 @@ static unsigned loop(CgCtx *c, int from, int to, unsigned entry) {
 static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
   if (c->streamed) { /* no loops; reductions combine phase by phase */
     for (int k = 0; k < c->nstream_order; k++)
-      if (!is_fused_sum(c, c->stream_order[k])) site(c, c->stream_order[k], &dirty);
+      if (!cg_fused_sum(c, c->stream_order[k])) site(c, c->stream_order[k], &dirty);
     return dirty;
   }
   for (int i = from; i < to; i++) {
@@ -101,7 +95,7 @@ static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
       int end = (int)in->iimm;
       dirty = loop(c, i + 1, end, dirty);
       i = end;
-    } else if (is_reduce(in) && !is_fused_sum(c, i)) {
+    } else if (is_reduce(in) && !cg_fused_sum(c, i)) {
       site(c, i, &dirty); /* a fused sum travels with its max, at the max's site */
     }
   }
@@ -127,6 +121,10 @@ static int fusable_max(const CgCtx *c, int inst) {
 }
 
 /* Pairs a reduce_sum with its reduce_max where a round is costly. */
+bool cg_fused_sum(const CgCtx *c, int inst) {
+  return c->partner[inst] >= 0 && c->partner[inst] < inst;
+}
+
 tj_status cg_find_pairs(CgCtx *c) {
   if (!c->partner)
     c->partner = cg_arena_alloc(&c->arena, sizeof *c->partner * ((size_t)c->p->ninsts + 1));
@@ -489,7 +487,7 @@ void cg_red_finish(CgCtx *c, int inst, CgRed r) {
 }
 
 void cg_lower_reduce(CgCtx *c, int inst) {
-  if (c->partner[inst] >= 0 && c->partner[inst] < inst) return; /* its max computed it */
+  if (cg_fused_sum(c, inst)) return; /* its max computed it */
   CgLayout *l = cg_layout_of(c, c->p->insts[inst].args[0]);
   CgRed r = cg_red_slots(c, inst, 0, l->slots);
   cg_red_finish(c, inst, cg_red_levels(c, inst, r));

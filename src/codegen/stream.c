@@ -240,7 +240,7 @@ static void lower_phase(CgCtx *c, int ph, uint8_t *need, Running *run) {
   for (int i = 0; i < p->ninsts; i++) {
     const IrInst *in = &p->insts[i];
     if (c->stream.phase[i] != ph || !is_reduce(in) || !cg_stream_per_piece(c, i)) continue;
-    if (c->partner[i] >= 0 && c->partner[i] < i) continue; /* the pair's max carries it */
+    if (cg_fused_sum(c, i)) continue; /* the pair's max carries it */
     tj_elem elem = cg_elem_of(c, in->args[0]);
     run[nrun].inst = i;
     run[nrun].acc = fresh(c, cg_red_identity((tj_op)in->op, elem, c->partner[i] >= 0));

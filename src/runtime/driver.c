@@ -130,3 +130,36 @@ int rt_driver_max_ptx(int driver_version) {
     if (driver_version >= ptx_by_driver[i].driver) return ptx_by_driver[i].ptx;
   return 0;
 }
+
+tj_status rt_driver_fail(const RtDriver *cu, char *error, const char *call, CuResult result,
+                         const char *log) {
+  char name[256];
+  rt_driver_describe(cu, result, name, sizeof name);
+  snprintf(error, RT_ERROR_MAX, "%s failed: %s%s%s", call, name, log && *log ? "\n" : "",
+           log ? log : "");
+  return TJ_ERR_DRIVER;
+}
+
+void rt_jit_options(RtJitOptions *o, char *info_log, size_t info_size, char *error_log,
+                    size_t error_size) {
+  const int keys[6] = {RT_JIT_WALL_TIME,
+                       RT_JIT_INFO_LOG_BUFFER,
+                       RT_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                       RT_JIT_ERROR_LOG_BUFFER,
+                       RT_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                       RT_JIT_LOG_VERBOSE};
+  void *values[6] = {NULL,
+                     info_log,
+                     (void *)(uintptr_t)info_size,
+                     error_log,
+                     (void *)(uintptr_t)error_size,
+                     (void *)(uintptr_t)1};
+  memcpy(o->keys, keys, sizeof keys);
+  memcpy(o->values, values, sizeof values);
+}
+
+double rt_jit_wall_ms(const RtJitOptions *o) {
+  float wall = 0;
+  memcpy(&wall, &o->values[0], sizeof wall);
+  return wall;
+}

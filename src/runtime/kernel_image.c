@@ -50,15 +50,6 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static tj_status link_failed(tj_context *ctx, char *error, const char *call, CuResult r,
-                             const char *log) {
-  char name[256];
-  rt_driver_describe(ctx->cu, r, name, sizeof name);
-  snprintf(error, RT_ERROR_MAX, "%s failed: %s%s%s", call, name, log && *log ? "\n" : "",
-           log ? log : "");
-  return TJ_ERR_DRIVER;
-}
-
 tj_status rt_link_ptx(tj_context *ctx, const char *ptx, char *info_log, size_t log_size,
                       void **cubin, size_t *size, double *jit_ms, char *error) {
   const RtDriver *cu = ctx->cu;
@@ -66,24 +57,12 @@ tj_status rt_link_ptx(tj_context *ctx, const char *ptx, char *info_log, size_t l
   info_log[0] = '\0';
   *cubin = NULL;
   *size = 0;
-  /* The arrays must live as long as the link state: the driver writes the
-   * logs and the wall time through them at cuLinkComplete. */
-  int options[] = {RT_JIT_WALL_TIME,
-                   RT_JIT_INFO_LOG_BUFFER,
-                   RT_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                   RT_JIT_ERROR_LOG_BUFFER,
-                   RT_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                   RT_JIT_LOG_VERBOSE};
-  void *values[] = {NULL,
-                    info_log,
-                    (void *)(uintptr_t)log_size,
-                    error_log,
-                    (void *)(uintptr_t)sizeof error_log,
-                    (void *)(uintptr_t)1};
+  RtJitOptions jit; /* lives as long as the link state, which writes through it */
+  rt_jit_options(&jit, info_log, log_size, error_log, sizeof error_log);
   double start = now_ms();
   CuLinkState state = NULL;
-  CuResult r = cu->cuLinkCreate((unsigned)TJ_COUNTOF(options), options, values, &state);
-  if (r != RT_CUDA_SUCCESS) return link_failed(ctx, error, "cuLinkCreate", r, NULL);
+  CuResult r = cu->cuLinkCreate((unsigned)TJ_COUNTOF(jit.keys), jit.keys, jit.values, &state);
+  if (r != RT_CUDA_SUCCESS) return rt_driver_fail(cu, error, "cuLinkCreate", r, NULL);
   void *image = NULL;
   size_t image_size = 0;
   const char *call = "cuLinkAddData";
@@ -95,14 +74,13 @@ tj_status rt_link_ptx(tj_context *ctx, const char *ptx, char *info_log, size_t l
   }
   tj_status st = TJ_OK;
   if (r != RT_CUDA_SUCCESS)
-    st = link_failed(ctx, error, call, r, error_log);
+    st = rt_driver_fail(cu, error, call, r, error_log);
   else if (!image || !image_size || !(*cubin = malloc(image_size)))
     st = (snprintf(error, RT_ERROR_MAX, "cuLinkComplete: no image (or out of memory)"),
           TJ_ERR_OUT_OF_MEMORY);
   else
     memcpy(*cubin, image, *size = image_size);
-  float wall = 0; /* CU_JIT_WALL_TIME overwrites its value slot with a float */
-  memcpy(&wall, &values[0], sizeof wall);
+  double wall = rt_jit_wall_ms(&jit);
   *jit_ms = wall > 0 ? wall : now_ms() - start;
   cu->cuLinkDestroy(state);
   return st;

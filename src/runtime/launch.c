@@ -130,14 +130,11 @@ tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t
   hidden[1] = (uint64_t)instances;
   if (k->hidden_count == 2) params[next++] = &hidden[0];
   params[next] = &hidden[1];
+  if (ctas < 1)
+    return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "%s: no CTA can be launched", k->report.info.entry);
   RtBinding binding;
   tj_status st = rt_bind(ctx, &binding);
   if (st != TJ_OK) return st;
-  if (ctas < 1) {
-    rt_unbind(ctx, &binding);
-    return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "%s: no CTA can be launched",
-                   k->report.info.entry);
-  }
   if (shape->workspace_bytes > 0) {
     CuDevicePtr ws = 0;
     size_t groups = (size_t)(ctas / shape->ctas_per_program);
@@ -149,18 +146,14 @@ tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t
     }
     hidden[0] = ws;
   }
-  CuResult r;
-  if (shape->cluster > 1 || shape->cooperative)
-    r = launch_ex(ctx, k, ctas, stream, params);
-  else
-    r = ctx->cu->cuLaunchKernel(k->function, (unsigned)ctas, 1, 1, (unsigned)shape->threads, 1,
-                                1, 0, (CuStream)stream, params, NULL);
+  bool ex = shape->cluster > 1 || shape->cooperative;
+  CuResult r = ex ? launch_ex(ctx, k, ctas, stream, params)
+                  : ctx->cu->cuLaunchKernel(k->function, (unsigned)ctas, 1, 1,
+                                            (unsigned)shape->threads, 1, 1, 0, (CuStream)stream,
+                                            params, NULL);
   rt_unbind(ctx, &binding);
   return r == RT_CUDA_SUCCESS ? TJ_OK
-                              : rt_fail_driver(ctx, shape->cluster > 1 || shape->cooperative
-                                                        ? "cuLaunchKernelEx"
-                                                        : "cuLaunchKernel",
-                                               r);
+                              : rt_fail_driver(ctx, ex ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
 }
 
 static const char *const arg_kind_names[] = {"TJ_ARG_PTR", "TJ_ARG_INT", "TJ_ARG_FLOAT"};

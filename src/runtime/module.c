@@ -175,40 +175,20 @@ static tj_status fail_into(char *error, tj_status st, const char *fmt, ...) {
   return st;
 }
 
-static tj_status driver_fail_into(tj_context *ctx, char *error, const char *call, CuResult r,
-                                  const char *log) {
-  char name[256];
-  rt_driver_describe(ctx->cu, r, name, sizeof name);
-  return fail_into(error, TJ_ERR_DRIVER, "%s failed: %s%s%s", call, name, log && *log ? "\n" : "",
-                   log ? log : "");
-}
-
 /* cuModuleLoadDataEx with both logs and the wall time; ctx is bound. */
 static tj_status load_module(tj_context *ctx, const char *ptx, tj_kernel *k, double *jit_ms,
                              char *error) {
   char error_log[JIT_LOG_SIZE] = "";
   if (!(k->log = tj_alloc(JIT_LOG_SIZE)))
     return fail_into(error, TJ_ERR_OUT_OF_MEMORY, "out of memory");
-  int options[] = {RT_JIT_WALL_TIME,
-                   RT_JIT_INFO_LOG_BUFFER,
-                   RT_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                   RT_JIT_ERROR_LOG_BUFFER,
-                   RT_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                   RT_JIT_LOG_VERBOSE};
-  void *values[] = {NULL,
-                    k->log,
-                    (void *)(uintptr_t)JIT_LOG_SIZE,
-                    error_log,
-                    (void *)(uintptr_t)JIT_LOG_SIZE,
-                    (void *)(uintptr_t)1};
-  CuResult r =
-      ctx->cu->cuModuleLoadDataEx(&k->module, ptx, (unsigned)TJ_COUNTOF(options), options, values);
-  float wall = 0; /* CU_JIT_WALL_TIME overwrites its value slot with a float */
-  memcpy(&wall, &values[0], sizeof wall);
-  *jit_ms = wall;
+  RtJitOptions jit;
+  rt_jit_options(&jit, k->log, JIT_LOG_SIZE, error_log, JIT_LOG_SIZE);
+  CuResult r = ctx->cu->cuModuleLoadDataEx(&k->module, ptx, (unsigned)TJ_COUNTOF(jit.keys),
+                                           jit.keys, jit.values);
+  *jit_ms = rt_jit_wall_ms(&jit);
   if (r != RT_CUDA_SUCCESS) {
     k->module = NULL;
-    return driver_fail_into(ctx, error, "cuModuleLoadDataEx", r, error_log);
+    return rt_driver_fail(ctx->cu, error, "cuModuleLoadDataEx", r, error_log);
   }
   return TJ_OK;
 }
@@ -226,7 +206,7 @@ static tj_status resident_clusters(tj_context *ctx, tj_kernel *k, int64_t *ctas,
   if (shape->cluster > 8)
     r = cu->cuFuncSetAttribute(k->function, RT_FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
   if (r != RT_CUDA_SUCCESS)
-    return driver_fail_into(ctx, error, "cuFuncSetAttribute (non-portable cluster size)", r, NULL);
+    return rt_driver_fail(ctx->cu, error, "cuFuncSetAttribute (non-portable cluster size)", r, NULL);
   RtLaunchAttribute attr;
   memset(&attr, 0, sizeof attr);
   attr.id = RT_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -237,7 +217,7 @@ static tj_status resident_clusters(tj_context *ctx, tj_kernel *k, int64_t *ctas,
   int clusters = 0;
   r = cu->cuOccupancyMaxActiveClusters(&clusters, k->function, &config);
   if (r != RT_CUDA_SUCCESS)
-    return driver_fail_into(ctx, error, "cuOccupancyMaxActiveClusters", r, NULL);
+    return rt_driver_fail(ctx->cu, error, "cuOccupancyMaxActiveClusters", r, NULL);
   *ctas = (int64_t)clusters * shape->cluster;
   return TJ_OK;
 }
@@ -265,12 +245,12 @@ static tj_status inspect_function(tj_context *ctx, tj_kernel *k, char *error) {
   tj_kernel_report *rep = &k->report;
   int max_threads = 0, shared = 0, per_sm = 0;
   CuResult r = cu->cuModuleGetFunction(&k->function, k->module, rep->info.entry);
-  if (r != RT_CUDA_SUCCESS) return driver_fail_into(ctx, error, "cuModuleGetFunction", r, NULL);
+  if (r != RT_CUDA_SUCCESS) return rt_driver_fail(ctx->cu, error, "cuModuleGetFunction", r, NULL);
   r = cu->cuFuncGetAttribute(&rep->registers, RT_FUNC_NUM_REGS, k->function);
   if (!r) r = cu->cuFuncGetAttribute(&rep->local_bytes, RT_FUNC_LOCAL_SIZE_BYTES, k->function);
   if (!r) r = cu->cuFuncGetAttribute(&max_threads, RT_FUNC_MAX_THREADS_PER_BLOCK, k->function);
   if (!r) r = cu->cuFuncGetAttribute(&shared, RT_FUNC_SHARED_SIZE_BYTES, k->function);
-  if (r != RT_CUDA_SUCCESS) return driver_fail_into(ctx, error, "cuFuncGetAttribute", r, NULL);
+  if (r != RT_CUDA_SUCCESS) return rt_driver_fail(ctx->cu, error, "cuFuncGetAttribute", r, NULL);
   rep->info.shape.shared_bytes = shared;
   int threads = rep->info.shape.threads;
   if (threads < 1 || threads > max_threads)
@@ -282,7 +262,7 @@ static tj_status inspect_function(tj_context *ctx, tj_kernel *k, char *error) {
                      rep->info.entry, shared, ctx->info.max_shared_per_block);
   r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->function, threads, 0);
   if (r != RT_CUDA_SUCCESS)
-    return driver_fail_into(ctx, error, "cuOccupancyMaxActiveBlocksPerMultiprocessor", r, NULL);
+    return rt_driver_fail(ctx->cu, error, "cuOccupancyMaxActiveBlocksPerMultiprocessor", r, NULL);
   if (per_sm < 1)
     return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: no CTA of %d threads fits on an SM",
                      rep->info.entry, threads);
@@ -418,7 +398,7 @@ static tj_status image_kernel(tj_context *ctx, const RtImage *image, RtCompiled 
   CuResult r = ctx->cu->cuModuleLoadDataEx(&k->module, image->cubin, 0, NULL, NULL);
   if (r != RT_CUDA_SUCCESS) {
     k->module = NULL;
-    st = driver_fail_into(ctx, out->error, "cuModuleLoadDataEx (cached cubin)", r, NULL);
+    st = rt_driver_fail(ctx->cu, out->error, "cuModuleLoadDataEx (cached cubin)", r, NULL);
   }
   if (st == TJ_OK) st = inspect_function(ctx, k, out->error);
   rt_unbind(ctx, &binding);

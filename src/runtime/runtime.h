@@ -179,6 +179,22 @@ typedef struct RtDriver {
 tj_status rt_driver_load(const RtDriver **out, const char **why);
 /* "CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed)" for a result. */
 void rt_driver_describe(const RtDriver *cu, CuResult result, char *out, size_t size);
+/* "CALL failed: NAME" and the driver's log, if any, into error
+ * (RT_ERROR_MAX); returns TJ_ERR_DRIVER. */
+tj_status rt_driver_fail(const RtDriver *cu, char *error, const char *call, CuResult result,
+                         const char *log);
+
+/* The JIT options both loaders pass (cuModuleLoadDataEx, cuLinkCreate):
+ * the info and error logs, verbose, and the wall time. They must outlive
+ * the call: the linker writes through them at cuLinkComplete. */
+typedef struct RtJitOptions {
+  int keys[6];
+  void *values[6];
+} RtJitOptions;
+void rt_jit_options(RtJitOptions *o, char *info_log, size_t info_size, char *error_log,
+                    size_t error_size);
+/* The JIT's wall time in ms (the driver overwrites its value slot with a float). */
+double rt_jit_wall_ms(const RtJitOptions *o);
 /* The highest PTX ISA (10*major+minor) a driver of this version loads. */
 int rt_driver_max_ptx(int driver_version);
 
