@@ -890,7 +890,7 @@ static Suite *nvrtc_suite(void) {
     suite_add_tcase(s, sim);
   }
   TCase *sweep = tcase_create("sweep");
-  tcase_set_timeout(sweep, 600);
+  tcase_set_timeout(sweep, 1400); /* 768 compiles: about 9 minutes under ASan on 2 cores */
   tcase_add_loop_test(sweep, programs_compile, 0, 6);
   tcase_add_loop_test(sweep, softmax_default_warps, 0, 6);
   tcase_add_loop_test(sweep, softmax_every_warps, 0, 18);
