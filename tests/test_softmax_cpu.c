@@ -385,11 +385,14 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* Rows up to 32768: one CTA, the warps of the table, on any arch. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 1000, NULL), S, 1024, 4, 1, 1);
   ASSERT_PLAN(plan_of(80, TJ_DTYPE_BF16, 1, 32768, NULL), S, 32768, 32, 1, 1);
-  /* Wide rows, enough of them: a cluster of n / 16384 CTAs of 512 threads,
-   * at most 16; wider, a grid split of 512-thread CTAs that hold the row. */
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 4, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), S, 43008, 16, 3, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), S, 262144, 16, 16, 1);
+  /* Wide rows, enough of them (sm_90): a cluster of CTAs at 64 elements a
+   * thread, 128 threads while 8 of them hold the row, else 256, at most 16
+   * CTAs; wider, a grid split of 512-thread CTAs that hold the row. */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 4, 8, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), S, 40960, 4, 5, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 512, 131072, NULL), S, 131072, 8, 8, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), S, 262144, 8, 16, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, NULL), S, 32768, 32, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), S, 524288, 16, 1, 32);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, NULL), S, 1 << 20, 16, 1, 64);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), S, 32768, 32, 1, 1);
@@ -412,6 +415,8 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000, &o), TJ_SOFTMAX_ONLINE, 1024, 4, 1, 1);
   o = (tj_softmax_options){.num_warps = 16, .cluster = 4};
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 7, 70000, &o), S, 73728, 16, 4, 1);
+  o = (tj_softmax_options){.num_warps = 16}; /* the caller's CTAs hold 32 a thread */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, &o), S, 65536, 16, 4, 1);
   o = (tj_softmax_options){.cluster = 2};
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 7, 70000, &o), S, 73728, 16, 2, 1);
   o = (tj_softmax_options){.split = 3};
@@ -431,12 +436,12 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* A NULL device plans for the nominal sm_90. */
   tj_softmax_plan p;
   ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1024, 65536, NULL, &p), TJ_OK);
-  ASSERT_PLAN(p, S, 65536, 16, 4, 1);
+  ASSERT_PLAN(p, S, 65536, 4, 8, 1);
   /* Its specialization options. */
   tj_spec_options so;
   ck_assert_int_eq(tj_softmax_spec_options(&p, TJ_DTYPE_BF16, 40000, &so), TJ_OK);
   ck_assert(so.n == 40000 && so.block == 65536 && so.dtype == TJ_DTYPE_BF16 &&
-            so.num_warps == 16 && so.cluster == 4 && so.split == 1 && so.align == 0);
+            so.num_warps == 4 && so.cluster == 8 && so.split == 1 && so.align == 0);
   /* The programs. */
   tj_program *prog = NULL;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 40000, &prog), TJ_OK);

@@ -9,16 +9,18 @@
  *   - a CTA of up to 1024 threads holds a row of up to 32768 elements in
  *     registers at 32 a thread (the num_warps table, tj_default_num_warps,
  *     measured on an H200): one CTA, or a lane group, per row;
- *   - wider rows take CTAs of 512 threads at 32 elements a thread, so a
- *     row of n needs n / 16384 of them. With enough rows to fill the
- *     device and at most 16 of them, they form a cluster (sm_90): the row
- *     stays on chip, x is read once, and two CTAs share an SM;
- *   - wider rows, few rows, or no clusters: SPLIT CTAs per row fill the
+ *   - on sm_90, wider rows with enough of them to fill the device take a
+ *     cluster of at most 16 CTAs of 128 or 256 threads at 64 elements a
+ *     thread: the row stays on chip, x is read once, and two to four CTAs
+ *     share an SM;
+ *   - wider rows, few rows, or no clusters: CTAs of 512 threads at 32
+ *     elements a thread, SPLIT of them per row, fill the
  *     device, reducing through global memory, the row still on chip while
  *     the resident CTAs hold it. A row over a quarter of L2 gets every
  *     resident CTA, the rows in turn, so that its second read (when it
  *     does not fit the registers: codegen/stream.c) finds it in L2.
- * The resident CTAs are estimated at 64 registers a thread (32 elements);
+ * The resident CTAs are estimated at 64 registers a thread (32 elements)
+ * or 104 (64 elements);
  * the runtime measures the real number when it loads the kernel. Other
  * archs than sm_90 hold 16 elements a thread (values_per_thread).
  */
@@ -30,6 +32,10 @@
 #define ROW_PER_CTA     32768 /* elements a 1024-thread CTA holds at 32 a thread */
 #define CLUSTER_THREADS 512   /* a CTA of a cluster, while 16 of them hold the row */
 #define MAX_CLUSTER     16
+#define CLUSTER_VALUES  64    /* elements a thread of a cluster's CTA holds (sm_90) */
+#define CLUSTER_MIN_THREADS 128 /* ... to 256: four or more CTAs an SM */
+#define CLUSTER_MAX_THREADS 256
+#define CLUSTER_REGISTERS 104 /* what ptxas gives such a thread, rounded up */
 
 /* Elements a thread of a 1024-thread CTA holds in a row spread over CTAs:
  * 32 on sm_90, spill-free there at the 64 registers such a CTA allows (the
@@ -84,10 +90,10 @@ static tj_status check(const tj_device_info *d, tj_dtype dtype, int64_t m, int64
   return TJ_OK;
 }
 
-/* CTAs of T threads at 64 registers a thread the device holds at once. */
-static int64_t resident(const tj_device_info *d, int threads) {
+/* CTAs of T threads at R registers a thread the device holds at once. */
+static int64_t resident(const tj_device_info *d, int threads, int registers) {
   int64_t by_threads = d->max_threads_per_sm / threads;
-  int64_t by_registers = (d->registers_per_sm ? d->registers_per_sm : 65536) / (64 * threads);
+  int64_t by_registers = (d->registers_per_sm ? d->registers_per_sm : 65536) / (registers * threads);
   int64_t per_sm = by_threads < by_registers ? by_threads : by_registers;
   return (per_sm > 0 ? per_sm : 1) * d->sm_count;
 }
@@ -99,33 +105,50 @@ static int64_t ctas_for(const tj_device_info *d, int64_t n, int threads) {
   return ceil_div(n, (int64_t)threads * values_per_thread(d->arch));
 }
 
-/* A row wider than one CTA: a cluster of 512-thread CTAs when 16 of them
- * hold the row and enough rows fill the device (two CTAs an SM: one loads
- * while the other waits at the cluster's barrier; on an H200 that beat one
- * 1024-thread CTA an SM by 10% at N = 65536 and 5% at 262144, and four
- * 256-thread CTAs by 4%); else a grid split of 512-thread CTAs (at
- * N = 524288 a split of 32 ran at 74% of copy in f32 and 54% in bf16,
- * against 58% and 45% for clusters of 16 1024-thread CTAs: those leave an
- * SM idle while its one CTA waits, and a 16-CTA cluster of whole SMs does
- * not fit every GPC). warps: the caller's, or 0. */
+/* A row wider than one CTA: on sm_90, a cluster of CTAs holding 64
+ * elements a thread (about 100 to 127 registers, spill-free per the ptxas
+ * sweep) when 16 of them hold the row and enough rows fill the device. The
+ * CTAs are small, 128 threads while 8 of them hold the row, else 256, so
+ * that two to four share an SM and one loads while others reduce or wait
+ * at their cluster's barrier. Measured on an H200 (bench/RESULTS.md,
+ * 2026-11-24, against 512-thread CTAs at 32 a thread), in % of copy:
+ * N = 65536 bf16 67.0 against 64.0, f32 85.0 against 84.3; N = 131072 in
+ * clusters of 8 256-thread CTAs, bf16 63.2 against 60.5 and f32 80.3
+ * against 79.3 (16 128-thread CTAs: 55 and 78.5); N = 262144 bf16 56.5
+ * against 55.2, f32 72.0 against 71.4. (16-bit rows of 32768 ran no
+ * faster in clusters than in one 1024-thread CTA: 70.7 against 70.8.)
+ * Otherwise a grid split of 512-thread CTAs at 32 a thread (at N = 524288
+ * a split of 32 ran at 74% of copy in f32 and 54% in bf16, against 58% and
+ * 45% for clusters of 16 1024-thread CTAs). warps: the caller's, or 0. */
 static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, int warps,
                       tj_softmax_plan *plan) {
   int threads = warps ? 32 * warps : CLUSTER_THREADS;
-  int64_t per_row = ctas_for(d, n, threads);
-  if (d->arch >= 90 && d->cluster_launch && per_row <= MAX_CLUSTER &&
-      m * per_row >= resident(d, threads)) {
-    plan->num_warps = threads / 32;
-    plan->cluster = (int)per_row;
-    return;
+  if (d->arch >= 90 && d->cluster_launch) {
+    /* sm_90 by default: the small CTAs at 64 a thread; else (the caller's
+     * warps, other archs) the CTAs of the split at their values a thread. */
+    int t = threads, values = values_per_thread(d->arch), regs = 64;
+    if (!warps && d->arch == 90) {
+      values = CLUSTER_VALUES;
+      regs = CLUSTER_REGISTERS;
+      for (t = CLUSTER_MIN_THREADS; t < CLUSTER_MAX_THREADS && ceil_div(n, (int64_t)t * values) > 8;)
+        t *= 2;
+    }
+    int64_t per_row = ceil_div(n, (int64_t)t * values);
+    if (per_row <= MAX_CLUSTER && m * per_row >= resident(d, t, regs)) {
+      plan->num_warps = t / 32;
+      plan->cluster = (int)(per_row > 1 ? per_row : 2);
+      return;
+    }
   }
+  int64_t per_row = ctas_for(d, n, threads);
   /* A row the resident CTAs cannot hold streams in pieces (codegen/stream.c):
    * in 1024-thread CTAs, which ptxas fits in 64 registers where 512-thread
    * ones spilled, and which ran within 3% of them at 10^7 and 2^24. */
-  if (!warps && per_row > resident(d, threads)) {
+  if (!warps && per_row > resident(d, threads, 64)) {
     threads = 1024;
     per_row = ctas_for(d, n, threads);
   }
-  int64_t fill = resident(d, threads), most = fill < threads ? fill : threads;
+  int64_t fill = resident(d, threads, 64), most = fill < threads ? fill : threads;
   int64_t split = fill / (m > 0 ? m : 1);
   if (split < per_row) split = per_row;
   if (n * (int64_t)elem * 4 > d->l2_bytes) split = most;
