@@ -169,9 +169,11 @@ CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].
  * carry their own; with 16, sm_80's ptxas spilled at BLOCK 8192), and at
  * most what the SM holds (arch.c); 16 more where an instance spans CTAs or
  * is streamed (their ranks, fused pairs, piece counters and workspace
- * addresses); and an eighth of the values more from 64 of them on. Softmax on sm_90: 16 values per thread
- * get 34 to 42 registers (1536 to 1920 threads per SM), N = 1024 gets 56
- * (9 CTAs), N = 16384 64 (2 CTAs). 0 when k < 2.
+ * addresses); and an eighth of the values more from 64 of them on (f32
+ * at 64 a thread spilled under 96 registers). Softmax on sm_90: 16 values
+ * per thread get 34 to 42 registers (1536 to 1920 threads per SM), N =
+ * 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96 to 127. 0
+ * when k < 2.
  */
 int cg_min_ctas_per_sm(const CgCtx *c) {
   int loaded = 0;
@@ -182,7 +184,7 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
   }
   int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18);
   if (cg_multi_cta(c) || c->streamed) need += 14; /* ranks, pairs, pieces, wide addresses */
-  if (loaded >= 64) need += loaded / 8; /* f32 at 64 a thread spilled under 96 registers */
+  if (loaded >= 64) need += loaded / 8;
   const CgArch *a = cg_arch_find(c->arch);
   int threads = c->geo.threads;
   int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;

@@ -29,13 +29,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ROW_PER_CTA     32768 /* elements a 1024-thread CTA holds at 32 a thread */
-#define CLUSTER_THREADS 512   /* a CTA of a cluster, while 16 of them hold the row */
-#define MAX_CLUSTER     16
-#define CLUSTER_VALUES  64    /* elements a thread of a cluster's CTA holds (sm_90) */
-#define CLUSTER_MIN_THREADS 128 /* ... to 256: four or more CTAs an SM */
+#define ROW_PER_CTA         32768 /* elements a 1024-thread CTA holds at 32 a thread */
+#define WIDE_THREADS        512   /* a CTA of a split, or of a cluster the caller asks for */
+#define MAX_CLUSTER         16
+#define PORTABLE_CLUSTER    8   /* the most CTAs of a cluster without the non-portable sizes */
+#define CLUSTER_VALUES      64  /* elements a thread of a cluster's CTA holds (sm_90) */
+#define CLUSTER_MIN_THREADS 128 /* ... to 256: two to four CTAs an SM */
 #define CLUSTER_MAX_THREADS 256
-#define CLUSTER_REGISTERS 104 /* what ptxas gives such a thread, rounded up */
+#define CLUSTER_REGISTERS   104 /* what ptxas gives such a thread, rounded up */
 
 /* Elements a thread of a 1024-thread CTA holds in a row spread over CTAs:
  * 32 on sm_90, spill-free there at the 64 registers such a CTA allows (the
@@ -122,21 +123,22 @@ static int64_t ctas_for(const tj_device_info *d, int64_t n, int threads) {
  * 45% for clusters of 16 1024-thread CTAs). warps: the caller's, or 0. */
 static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, int warps,
                       tj_softmax_plan *plan) {
-  int threads = warps ? 32 * warps : CLUSTER_THREADS;
+  int threads = warps ? 32 * warps : WIDE_THREADS;
   if (d->arch >= 90 && d->cluster_launch) {
     /* sm_90 by default: the small CTAs at 64 a thread; else (the caller's
-     * warps, other archs) the CTAs of the split at their values a thread. */
-    int t = threads, values = values_per_thread(d->arch), regs = 64;
+     * warps, other archs) the split's CTAs at their values a thread. */
+    int t = threads, regs = 64;
+    int64_t per_row = ctas_for(d, n, t);
     if (!warps && d->arch == 90) {
-      values = CLUSTER_VALUES;
-      regs = CLUSTER_REGISTERS;
-      for (t = CLUSTER_MIN_THREADS; t < CLUSTER_MAX_THREADS && ceil_div(n, (int64_t)t * values) > 8;)
+      for (t = CLUSTER_MIN_THREADS;
+           t < CLUSTER_MAX_THREADS && ceil_div(n, (int64_t)t * CLUSTER_VALUES) > PORTABLE_CLUSTER;)
         t *= 2;
+      per_row = ceil_div(n, (int64_t)t * CLUSTER_VALUES);
+      regs = CLUSTER_REGISTERS;
     }
-    int64_t per_row = ceil_div(n, (int64_t)t * values);
     if (per_row <= MAX_CLUSTER && m * per_row >= resident(d, t, regs)) {
       plan->num_warps = t / 32;
-      plan->cluster = (int)(per_row > 1 ? per_row : 2);
+      plan->cluster = (int)per_row;
       return;
     }
   }
@@ -180,7 +182,7 @@ tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int6
   bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block > ROW_PER_CTA;
   if (wide && !o->cluster && !o->split)
     plan_wide(device, ir_dtype_size(dtype), m, n, o->num_warps, plan);
-  if (wide && !o->num_warps && (o->cluster || o->split)) plan->num_warps = CLUSTER_THREADS / 32;
+  if (wide && !o->num_warps && (o->cluster || o->split)) plan->num_warps = WIDE_THREADS / 32;
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   rt_softmax_fit_block(plan, dtype, n);
