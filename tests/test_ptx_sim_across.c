@@ -279,18 +279,59 @@ static const char row_max_i32[] = "kernel rowmax\n"
                                   "%14 : tile<i32,ONE> = add %13, %10\n"
                                   "store %0, %12, %14\n";
 
+/* out[row] = the row's sum, summed three times by a loop: one reduction
+ * reusing its region every trip, so from the second trip on a CTA must not
+ * write its partials before the others have read the last trip's (the
+ * barrier that guards it must run in the first instance too). */
+static const char looped_sum[] = "kernel loopedsum\n"
+                                 "%0 : ptr<f32> = param out\n"
+                                 "%1 : ptr<f32> = param x\n"
+                                 "%2 : i32 = param n\n"
+                                 "%3 : i32 = program_id\n"
+                                 "%4 : i32 = mul %3, %2\n"
+                                 "%5 : ptr<f32> = ptr_add %1, %4\n"
+                                 "%6 : tile<i32,BLOCK> = arange\n"
+                                 "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+                                 "%8 : tile<f32,BLOCK> = load %5, %6, %7\n"
+                                 "%9 : i32 = const 0\n"
+                                 "%10 : i32 = const 3\n"
+                                 "%11 : i32 = const 1\n"
+                                 "%12 : f32 = const 0\n"
+                                 "%13 : i32 = for %9, %10, %11\n"
+                                 "  %14 : f32 = iter %12\n"
+                                 "  %15 : tile<f32,BLOCK> = mul %8, %14\n"
+                                 "  %16 : tile<f32,BLOCK> = add %8, %15\n"
+                                 "  %17 : f32 = reduce_sum %16\n"
+                                 "  %18 : f32 = mul %17, %12\n"
+                                 "  %19 : f32 = add %18, %17\n"
+                                 "  yield %14, %19\n"
+                                 "endfor\n"
+                                 "%20 : tile<i32,ONE> = arange\n"
+                                 "%21 : tile<i32,ONE> = add %20, %3\n"
+                                 "%22 : tile<f32,ONE> = const 0\n"
+                                 "%23 : tile<f32,ONE> = add %22, %14\n"
+                                 "store %0, %21, %23\n";
+
+/* text specialized for rows of n; ONE, the length of the output tile, is
+ * declared after the kernel line. */
+static tj_spec *specialize_program(const char *text, int64_t n, int cluster, int split, int warps,
+                                   tj_program **p) {
+  char full[4096];
+  tj_spec *s;
+  const char *nl = strchr(text, '\n');
+  snprintf(full, sizeof full, "%.*s\nconst ONE = 1\n%s", (int)(nl - text), text, nl + 1);
+  ck_assert_msg(tj_program_parse(full, strlen(full), p) == TJ_OK, "%s", tj_program_error(*p));
+  tj_spec_options o = {.n = n, .num_warps = warps, .dtype = TJ_DTYPE_F32, .align = 16,
+                       .cluster = cluster, .split = split};
+  ck_assert_msg(tj_specialize(*p, &o, &s) == TJ_OK, "%s", tj_program_error(*p));
+  return s;
+}
+
 static void run_program(const char *text, bool ints, int64_t n, int cluster, int split,
                         int warps, int arch) {
   tj_program *p;
-  tj_spec *s;
-  char full[4096], why[2048];
-  /* ONE, the length of the output tile, is declared after the kernel line. */
-  const char *nl = strchr(text, '\n');
-  snprintf(full, sizeof full, "%.*s\nconst ONE = 1\n%s", (int)(nl - text), text, nl + 1);
-  ck_assert_msg(tj_program_parse(full, strlen(full), &p) == TJ_OK, "%s", tj_program_error(p));
-  tj_spec_options o = {.n = n, .num_warps = warps, .dtype = TJ_DTYPE_F32, .align = 16,
-                       .cluster = cluster, .split = split};
-  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  tj_spec *s = specialize_program(text, n, cluster, split, warps, &p);
+  char why[2048];
   enum { ROWS = 3 };
   int64_t total = ROWS * n;
   float *x = malloc(sizeof *x * (size_t)total);
@@ -344,6 +385,42 @@ START_TEST(user_programs_split_across_ctas) {
   run_program(logsumexp, false, 50000, 2, 2, 2, 90);
   run_program(row_max_i32, true, 7000, 1, 3, 1, 80);
   run_program(row_max_i32, true, 20000, 3, 1, 1, 90);
+  run_program(looped_sum, false, 4096, 2, 1, 1, 90);
+  run_program(looped_sum, false, 3000, 1, 3, 1, 80);
+}
+END_TEST
+
+/* The simulator's threads take turns, so it cannot show a CTA racing ahead
+ * into the next trip of a loop: the PTX must keep the barrier before a
+ * region's reuse inside the loop unconditional. Before the fix it skipped
+ * it (`@!later bra $Lfirst_N`) through the whole first instance. */
+START_TEST(a_barrier_in_a_loop_runs_from_the_first_trip) {
+  static const struct {
+    int cluster, split, arch;
+    const char *barrier;
+  } levels[] = {{2, 1, 90, "barrier.cluster.arrive"}, {1, 3, 80, "$Lgrid_wait_"}};
+  for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+    tj_program *p;
+    tj_spec *s = specialize_program(looped_sum, 4096, levels[i].cluster, levels[i].split, 1, &p);
+    tj_codegen_options o = {levels[i].arch, 0, 0};
+    char *ptx = NULL;
+    ck_assert_msg(tj_emit_ptx(s, &o, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+    const char *head = strstr(ptx, "$Lloop_"), *back = head ? strstr(head, "bra.uni $Lloop_") : NULL;
+    ck_assert_msg(head && back, "level %zu: no loop in the PTX", i);
+    size_t len = (size_t)(back - head);
+    char *body = malloc(len + 1);
+    ck_assert_ptr_nonnull(body);
+    memcpy(body, head, len);
+    body[len] = '\0';
+    ck_assert_msg(strstr(body, levels[i].barrier), "level %zu: no %s in the loop", i,
+                  levels[i].barrier);
+    ck_assert_msg(!strstr(body, "$Lfirst_"),
+                  "level %zu: the loop's barrier is skipped in the first instance", i);
+    free(body);
+    tj_free(ptx);
+    tj_spec_destroy(s);
+    tj_program_destroy(p);
+  }
 }
 END_TEST
 
@@ -355,6 +432,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(t, softmax_over_the_grid, 0, (int)(sizeof splits / sizeof splits[0]));
   tcase_add_test(t, splits_share_one_workspace);
   tcase_add_test(t, user_programs_split_across_ctas);
+  tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
   suite_add_tcase(s, t);
   return s;
 }

@@ -227,7 +227,8 @@ CgLayout *cg_layout_of(CgCtx *c, int value);
 
 typedef struct CgSite {
   int8_t region;        /* shared-memory region of a cross-warp reduction */
-  int8_t extra_barrier; /* a bar.sync first, because both regions may be read */
+  int8_t extra_barrier; /* a barrier of the level's kind first: both regions may be read */
+  int8_t first_too;     /* ... already in the first instance (a loop's merge), not only later */
 } CgSite;
 
 /* Shared memory of reductions: the warp level's two regions, then the

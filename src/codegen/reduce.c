@@ -61,42 +61,52 @@ static bool is_reduce(const IrInst *in) {
 
 /* ---- plan ------------------------------------------------------------------- */
 
-/* dirty: bit r set when some thread may still read region r. */
-static void site(CgCtx *c, int inst, unsigned *dirty) {
+/* dirty: bit r set when some thread may still read region r. Planning
+ * (!first) picks each site's region; a second walk (first) replays the
+ * instance loop's first trip over those regions and marks the sites whose
+ * barrier that trip needs too (inside or after an IR loop), so that across
+ * CTAs the other sites skip theirs until the CTA's second instance. */
+static void site(CgCtx *c, int inst, unsigned *dirty, bool first) {
+  CgSite *s = &c->sites[inst];
+  if (first) {
+    if (*dirty & (1u << s->region)) s->first_too = 1;
+    *dirty = 1u << s->region;
+    return;
+  }
   int region = !(*dirty & 1u) ? 0 : !(*dirty & 2u) ? 1 : -1;
-  c->sites[inst].extra_barrier = region < 0;
+  s->extra_barrier = region < 0;
   if (region < 0) region = 0;
-  c->sites[inst].region = (int8_t)region;
+  s->region = (int8_t)region;
   *dirty = 1u << region;
 }
 
-static unsigned walk(CgCtx *c, int from, int to, unsigned dirty);
+static unsigned walk(CgCtx *c, int from, int to, unsigned dirty, bool first);
 
 /* A loop's head sees its entry and the end of any iteration. */
-static unsigned loop(CgCtx *c, int from, int to, unsigned entry) {
+static unsigned loop(CgCtx *c, int from, int to, unsigned entry, bool first) {
   unsigned head = entry;
   for (int pass = 0; pass < 8; pass++) {
-    unsigned merged = head | walk(c, from, to, head);
+    unsigned merged = head | walk(c, from, to, head, first);
     if (merged == head) break;
     head = merged;
   }
   return head;
 }
 
-static unsigned walk(CgCtx *c, int from, int to, unsigned dirty) {
+static unsigned walk(CgCtx *c, int from, int to, unsigned dirty, bool first) {
   if (c->streamed) { /* no loops; reductions combine phase by phase */
     for (int k = 0; k < c->nstream_order; k++)
-      if (!cg_fused_sum(c, c->stream_order[k])) site(c, c->stream_order[k], &dirty);
+      if (!cg_fused_sum(c, c->stream_order[k])) site(c, c->stream_order[k], &dirty, first);
     return dirty;
   }
   for (int i = from; i < to; i++) {
     const IrInst *in = &c->p->insts[i];
     if (in->op == TJ_OP_FOR) {
       int end = (int)in->iimm;
-      dirty = loop(c, i + 1, end, dirty);
+      dirty = loop(c, i + 1, end, dirty, first);
       i = end;
     } else if (is_reduce(in) && !cg_fused_sum(c, i)) {
-      site(c, i, &dirty); /* a fused sum travels with its max, at the max's site */
+      site(c, i, &dirty, first); /* a fused sum travels with its max, at the max's site */
     }
   }
   return dirty;
@@ -153,7 +163,11 @@ tj_status cg_plan_reductions(CgCtx *c) {
       return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
     c->nstream_order = cg_stream_order(c, c->stream_order);
   }
-  if (cg_level_used(c, CG_LEVEL_WARP) || cg_multi_cta(c)) loop(c, 0, c->p->ninsts, 0);
+  if (cg_level_used(c, CG_LEVEL_WARP) || cg_multi_cta(c)) {
+    memset(c->sites, 0, sizeof *c->sites * n);
+    loop(c, 0, c->p->ninsts, 0, false);
+    walk(c, 0, c->p->ninsts, 0, true);
+  }
   return TJ_OK;
 }
 

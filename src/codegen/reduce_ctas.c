@@ -41,7 +41,9 @@
  * cooperatively (tj_launch_shape.cooperative).
  *
  * Both levels use two regions, alternating as reduce.c plans; where both
- * may still be read, an extra barrier of the level's own kind comes first.
+ * may still be read, an extra barrier of the level's own kind comes first:
+ * always where a loop's merge needs it in the first instance, else only
+ * from the CTA's second instance on (extra_barrier).
  */
 #include "codegen/codegen.h"
 
@@ -125,12 +127,12 @@ static ClusterAddresses cluster_addresses(CgCtx *c) {
 }
 
 struct GridAddresses;
-static void extra_barrier(CgCtx *c, const struct GridAddresses *a);
+static void extra_barrier(CgCtx *c, int inst, const struct GridAddresses *a);
 
 CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r) {
   int at = c->sites[inst].region * c->shared.cluster_region;
   wait_started(c);
-  if (c->sites[inst].extra_barrier) extra_barrier(c, NULL);
+  if (c->sites[inst].extra_barrier) extra_barrier(c, inst, NULL);
   ClusterAddresses a = cluster_addresses(c);
   cg_red_store(c, "shared::cluster", a.pusher, a.remote, at, r);
   cluster_barrier(c);
@@ -219,21 +221,24 @@ static void grid_barrier(CgCtx *c, const GridAddresses *a) {
 }
 
 /* The barrier before a round whose region an earlier round of this CTA
- * may still be reading (reduce.c's plan): only from the CTA's second
- * instance on, since in its first nothing was read yet. `later` is uniform
- * over every CTA of the instance, so the branch keeps the barrier whole. */
-static void extra_barrier(CgCtx *c, const struct GridAddresses *a) {
+ * may still be reading (reduce.c's plan): where the instance's first trip
+ * needs it too (after a loop's merge), always; else only from the CTA's
+ * second instance on, since in its first nothing was read yet. `later` is
+ * uniform over every CTA of the instance, so the branch keeps the barrier
+ * whole. */
+static void extra_barrier(CgCtx *c, int inst, const struct GridAddresses *a) {
+  bool always = c->sites[inst].first_too;
   int label = c->em.labels++;
-  cg_line(&c->em, "@!%s bra.uni $Lfirst_%d;", CG_N(c->geo.later), label);
+  if (!always) cg_line(&c->em, "@!%s bra.uni $Lfirst_%d;", CG_N(c->geo.later), label);
   if (a) grid_barrier(c, a);
   else cluster_barrier(c);
-  cg_raw(&c->em, "$Lfirst_%d:\n", label);
+  if (!always) cg_raw(&c->em, "$Lfirst_%d:\n", label);
 }
 
 CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
   int at = 8 * c->sites[inst].region;
   GridAddresses a = grid_addresses(c);
-  if (c->sites[inst].extra_barrier) extra_barrier(c, &a);
+  if (c->sites[inst].extra_barrier) extra_barrier(c, inst, &a);
   cg_red_store(c, "global", a.publisher, a.partial, at, r);
   grid_barrier(c, &a);
   CgRed y = cg_red_gather(c, "global.cg", a.reader, a.read, at, r, gather_lanes(c->geo.split));
