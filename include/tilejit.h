@@ -423,12 +423,15 @@ typedef struct tj_device_info tj_device_info;
  *   - rows of up to 32768 elements: one CTA (or a lane group) per row, the
  *     warps from tj_default_num_warps;
  *   - wider rows, enough of them to fill the GPU: a thread-block cluster of
- *     up to 16 CTAs per row (sm_90 and later), about 32 elements a thread,
- *     streamed in pieces beyond 16 CTAs;
- *   - few rows, or no clusters: the grid level, SPLIT CTAs per row so that
- *     the rows fill the device; a row larger than a quarter of L2 takes
- *     every CTA the device holds, the rows one after another, so that its
- *     second read comes from L2.
+ *     up to 16 CTAs per row (sm_90 and later); on sm_90 CTAs of 128 or 256
+ *     threads at 64 elements a thread, elsewhere (or with the caller's
+ *     warps) the split's CTAs;
+ *   - wider rows still, few rows, or no clusters: the grid level, SPLIT
+ *     CTAs of 512 threads per row so that the rows fill the device; a row
+ *     larger than a quarter of L2 takes every CTA the device holds, the
+ *     rows one after another, so that its second read comes from L2; a row
+ *     the resident CTAs cannot hold streams in pieces through 1024-thread
+ *     CTAs.
  * The runtime checks that the plan's CTAs can be resident together and
  * halves CLUSTER, then SPLIT, until they can (tj_softmax).
  */

@@ -167,7 +167,7 @@ CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].
  * for what the tiles need, estimated as the slots of the loaded tiles plus 18
  * registers for addresses and indices (24 with lane groups, whose instances
  * carry their own; with 16, sm_80's ptxas spilled at BLOCK 8192), and at
- * most what the SM holds (arch.c); 16 more where an instance spans CTAs or
+ * most what the SM holds (arch.c); 14 more where an instance spans CTAs or
  * is streamed (their ranks, fused pairs, piece counters and workspace
  * addresses); and an eighth of the values more from 64 of them on (f32
  * at 64 a thread spilled under 96 registers). Softmax on sm_90: 16 values

@@ -30,8 +30,8 @@
  * none. Every thread of every CTA of an instance combines the same values in
  * the same order, so all of them hold the same result, bit for bit.
  *
- * Fused pairs. Where a round across CTAs is costly (a cluster or grid level)
- * or a tile is streamed (stream.c), the pattern
+ * Fused pairs. Where a round across CTAs is costly (a grid level) or a
+ * tile is streamed (stream.c), the pattern
  *     m = reduce_max t;  s = reduce_sum (exp (t - m))
  * is computed in one round, as softmax's online normalizer (Milakov and
  * Gimelshein, 2018): every thread holds a pair (m, d), m the max of its
@@ -130,11 +130,11 @@ static int fusable_max(const CgCtx *c, int inst) {
   return max;
 }
 
-/* Pairs a reduce_sum with its reduce_max where a round is costly. */
 bool cg_fused_sum(const CgCtx *c, int inst) {
   return c->partner[inst] >= 0 && c->partner[inst] < inst;
 }
 
+/* Pairs a reduce_sum with its reduce_max where a round is costly. */
 tj_status cg_find_pairs(CgCtx *c) {
   if (!c->partner)
     c->partner = cg_arena_alloc(&c->arena, sizeof *c->partner * ((size_t)c->p->ninsts + 1));

@@ -74,7 +74,7 @@ static bool assign_phases(CgCtx *c) {
     int ph = 0;
     for (int k = 0; k < in->nargs; k++)
       if (avail[in->args[k]] > ph) ph = avail[in->args[k]];
-    if (in->op == TJ_OP_REDUCE_SUM && c->partner[i] >= 0) ph = st->phase[c->partner[i]];
+    if (cg_fused_sum(c, i)) ph = st->phase[c->partner[i]];
     st->phase[i] = ph;
     if (ph + 1 > st->phases) st->phases = ph + 1;
     if (in->result != IR_NONE)
@@ -166,7 +166,7 @@ static void mark_needed(const CgCtx *c, int ph, uint8_t *need) {
   for (int i = p->ninsts - 1; i >= 0; i--) {
     if (!cg_stream_per_piece(c, i) || cg_hoisted(c, i)) continue;
     const IrInst *in = &p->insts[i];
-    bool mine = c->stream.phase[i] == ph && !(in->op == TJ_OP_REDUCE_SUM && c->partner[i] >= 0);
+    bool mine = c->stream.phase[i] == ph && !cg_fused_sum(c, i);
     if (!mine && !need[i]) continue;
     need[i] = 1;
     for (int k = 0; k < in->nargs; k++) {

@@ -30,6 +30,11 @@ int64_t ir_tile_len(const tj_program *p, tj_type t) {
 
 static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/* NUM_WARPS: the caller's, or the table's for BLOCK. */
+static int warps_for(const tj_spec_options *o, int64_t block) {
+  return o->num_warps ? o->num_warps : tj_default_num_warps(block, o->dtype);
+}
+
 static tj_status check_options(tj_program *p, const tj_spec_options *o) {
   if ((unsigned)o->dtype >= TJ_DTYPE_COUNT)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: unknown dtype %d", (int)o->dtype);
@@ -46,7 +51,7 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: split %d is not 0 to 1024", o->split);
   /* A BLOCK that is no power of two gives every thread of the instance the
    * same share (the softmax plan's exact tiles for rows over CTAs). */
-  int64_t threads = 32LL * (o->num_warps ? o->num_warps : tj_default_num_warps(o->block, o->dtype)) *
+  int64_t threads = 32LL * warps_for(o, o->block) *
                     (o->cluster > 0 ? o->cluster : 1) * (o->split > 0 ? o->split : 1);
   if (o->block && !is_pow2(o->block) && o->block % threads != 0)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT,
@@ -67,7 +72,7 @@ static void bind(tj_program *s, int index, int64_t value) {
 
 static tj_status bind_all(tj_program *p, tj_program *s, const tj_spec_options *o, tj_spec *spec) {
   spec->block = o->block ? o->block : tj_next_pow2(o->n);
-  spec->num_warps = o->num_warps ? o->num_warps : tj_default_num_warps(spec->block, o->dtype);
+  spec->num_warps = warps_for(o, spec->block);
   spec->align = o->align ? o->align : ir_dtype_size(o->dtype);
   spec->cluster = o->cluster ? o->cluster : 1;
   spec->split = o->split ? o->split : 1;

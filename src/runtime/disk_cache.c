@@ -262,7 +262,7 @@ static bool read_all(int fd, unsigned char *p, size_t n) {
   return true;
 }
 
-static bool write_all(int fd, const void *data, size_t n) {
+bool rt_write_all(int fd, const void *data, size_t n) {
   const unsigned char *p = data;
   while (n > 0) {
     ssize_t put = write(fd, p, n);
@@ -348,6 +348,8 @@ static int open_temp(RtDisk *d, char *name, size_t size) {
   return -1;
 }
 
+static void disk_trim(RtDisk *d);
+
 bool rt_disk_store(RtDisk *d, const char *key, const void *blob, size_t size) {
   if (!rt_disk_enabled(d)) return false;
   size_t key_len = strlen(key);
@@ -359,13 +361,13 @@ bool rt_disk_store(RtDisk *d, const char *key, const void *blob, size_t size) {
   make_header(header, key, blob, size);
   rt_disk_file_name(key, name, sizeof name);
   int fd = open_temp(d, temp, sizeof temp);
-  bool ok = fd >= 0 && write_all(fd, header, sizeof header) && write_all(fd, key, key_len) &&
-            write_all(fd, blob, size);
+  bool ok = fd >= 0 && rt_write_all(fd, header, sizeof header) &&
+            rt_write_all(fd, key, key_len) && rt_write_all(fd, blob, size);
   if (fd >= 0 && close(fd) != 0) ok = false;
   if (ok) ok = renameat(d->dirfd, temp, d->dirfd, name) == 0;
   if (!ok && fd >= 0) unlinkat(d->dirfd, temp, 0);
   atomic_fetch_add(ok ? &d->writes : &d->errors, 1);
-  if (ok) rt_disk_trim(d);
+  if (ok) disk_trim(d);
   return ok;
 }
 
@@ -426,7 +428,8 @@ static int list_files(RtDisk *d, Found **out, uint64_t *total) {
   return count;
 }
 
-void rt_disk_trim(RtDisk *d) {
+/* Deletes cache files, oldest first, until they total at most max_bytes. */
+static void disk_trim(RtDisk *d) {
   if (!rt_disk_enabled(d)) return;
   Found *files;
   uint64_t total;

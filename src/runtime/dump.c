@@ -29,13 +29,7 @@ static void write_text(const char *dir, const char *name, const char *ext, const
   if (snprintf(path, sizeof path, "%s/%s%s", dir, name, ext) >= (int)sizeof path) return;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return;
-  for (size_t left = strlen(text); left > 0;) {
-    ssize_t put = write(fd, text, left);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) break;
-    text += put;
-    left -= (size_t)put;
-  }
+  rt_write_all(fd, text, strlen(text));
   close(fd);
 }
 

@@ -469,9 +469,10 @@ static void dump(const CompileJob *job, const char *ptx, const tj_kernel_info *i
 static tj_status compile_spec(void *arg, RtCompiled *out) {
   CompileJob *job = arg;
   tj_context *ctx = job->ctx;
-  if (rt_disk_enabled(ctx->disk) || ctx->dump_dir)
+  bool disk = rt_disk_enabled(ctx->disk);
+  if (disk || ctx->dump_dir)
     job->disk_key = rt_disk_key(ctx, tj_spec_key(job->spec), job->parts); /* NULL: no disk */
-  bool disk = job->disk_key && rt_disk_enabled(ctx->disk);
+  disk = disk && job->disk_key;
   if (disk && !ctx->dump_dir && load_from_disk(ctx, job->disk_key, out)) return TJ_OK;
   tj_codegen_options o = {.arch = ctx->info.target_arch, .ptx_version = ctx->ptx_request};
   tj_kernel_info info;

@@ -382,11 +382,12 @@ bool rt_disk_load(RtDisk *d, const char *key, void **blob, size_t *size);
  * the hit becomes a miss and a reject. */
 void rt_disk_count_reject(RtDisk *d);
 /* Writes blob under key (a temporary file renamed over the name), then
- * trims; false when it could not (counted as an error). */
+ * trims; false when it could not (a failed write is counted as an error; a
+ * blob over the cache's limits is not written). */
 bool rt_disk_store(RtDisk *d, const char *key, const void *blob, size_t size);
-/* Deletes cache files, oldest first, until they total at most max_bytes. */
-void rt_disk_trim(RtDisk *d);
 void rt_disk_stats(const RtDisk *d, RtDiskStats *out);
+/* Writes all n bytes to fd, retrying short writes and EINTR; false on error. */
+bool rt_write_all(int fd, const void *data, size_t n);
 /* The file name of key in the directory: "<32 hex digits>.tjc". */
 void rt_disk_file_name(const char *key, char *out, size_t size);
 /* Tests: trust files of uid instead of the effective user's. */

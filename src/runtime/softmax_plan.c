@@ -178,11 +178,12 @@ tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int6
     plan->block = TJ_SOFTMAX_CHUNK;
   if (plan->block > IR_MAX_TILE) return TJ_ERR_UNSUPPORTED;
   plan->cluster = plan->split = 1;
-  plan->num_warps = o->num_warps ? o->num_warps : tj_default_num_warps(plan->block, dtype);
   bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block > ROW_PER_CTA;
+  plan->num_warps = o->num_warps ? o->num_warps
+                    : wide       ? WIDE_THREADS / 32
+                                 : tj_default_num_warps(plan->block, dtype);
   if (wide && !o->cluster && !o->split)
     plan_wide(device, ir_dtype_size(dtype), m, n, o->num_warps, plan);
-  if (wide && !o->num_warps && (o->cluster || o->split)) plan->num_warps = WIDE_THREADS / 32;
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   rt_softmax_fit_block(plan, dtype, n);
