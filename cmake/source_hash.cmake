@@ -1,11 +1,11 @@
 # source_hash.cmake: writes OUT, a C file defining tj_source_hash, the first
-# 16 hex digits of a SHA-256 over every file that decides what PTX tilejit
-# emits (src/ir, src/codegen, templates/, include/tilejit.h) under ROOT. The
+# 16 hex digits of a SHA-256 over FILES, every file that decides what PTX
+# tilejit emits (src/ir, src/codegen, templates/, include/tilejit.h: the
+# list CMakeLists.txt globs once, also for the rebuild), named from ROOT. The
 # disk cache puts it in its keys, so that a build whose code generator
 # changed never loads a kernel an older build left on disk, even when the
 # version number is the same.
-file(GLOB files ${ROOT}/src/ir/*.[ch] ${ROOT}/src/codegen/*.[ch] ${ROOT}/templates/*
-     ${ROOT}/include/tilejit.h)
+set(files ${FILES})
 list(SORT files)
 set(all "")
 foreach(f ${files})

@@ -39,6 +39,7 @@ import ctypes
 import ctypes.util
 import enum
 import glob
+import itertools
 import os
 import platform
 import sys
@@ -196,10 +197,7 @@ def _candidates():
     if env:
         yield env
         return
-    for folder in _build_dirs():
-        for name in _NAMES:
-            yield os.path.join(folder, name)
-    for folder in _prefix_lib_dirs():
+    for folder in itertools.chain(_build_dirs(), _prefix_lib_dirs()):
         for name in _NAMES:
             yield os.path.join(folder, name)
     yield from _NAMES
@@ -565,9 +563,9 @@ def _allocator(torch, x, n):
 
 
 def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
-    """Checks a layout seen for the first time and keeps, under its key,
-    what every call with that layout passes (ctypes objects all): the
-    context, dtype, m, n, strides, options, device and output allocator;
+    """Checks a layout seen for the first time and keeps, under its key
+    (unless None), what every call with that layout passes (ctypes objects
+    all): the context, dtype, m, n, strides, options, device and output allocator;
     returns it. Raises what the layout is wrong for; nothing is kept then."""
     options = _options(num_warps, backend, template)
     dtype = _torch_dtypes.get(x.dtype)
@@ -589,9 +587,10 @@ def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
     ctx = _contexts.get(device) or _context(device)
     plan = (ctx, _C_DTYPES[dtype], _I64(m), _I64(n), _I64(y_stride), _I64(x_stride), device,
             options, allocate)
-    if len(_plans) >= _PLANS_LIMIT:
-        _plans.clear()
-    _plans[key] = plan
+    if key is not None:
+        if len(_plans) >= _PLANS_LIMIT:
+            _plans.clear()
+        _plans[key] = plan
     return plan
 
 
@@ -742,10 +741,9 @@ def _prepared_softmax(x, out):
     """A zero-argument callable that makes only the foreign call softmax(x,
     out=out) would make (torch tensors), with the same prepared arguments:
     for measuring the binding's own share of the host time per launch."""
-    softmax(x, out=out)  # checks, creates the context, compiles, plans
-    out_key = (out.dtype, out.shape, out.stride(), out.get_device(), out.is_cuda)
-    key = (x.dtype, x.shape, x.stride(), x.get_device(), x.is_cuda, out_key, 0, "ptx", "auto")
-    ctx, dtype, m, n, y_stride, x_stride, device, options, _ = _plans[key]
+    softmax(x, out=out)  # checks, creates the context, compiles
+    ctx, dtype, m, n, y_stride, x_stride, device, options, _ = _plan_tensor_call(
+        sys.modules["torch"], x, out, None, 0, "ptx", "auto")
     args = (ctx, dtype, m, n, _arg(out.data_ptr()), y_stride, _arg(x.data_ptr()), x_stride,
             _arg(_raw_stream(device)), options)
     return lambda: _tj_softmax_raw(*args)

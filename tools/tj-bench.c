@@ -77,6 +77,7 @@
 
 #define MIB                 ((size_t)1 << 20)
 #define LARGE_X_BYTES       (256 * MIB)        /* x of the large set in f32 */
+#define CODEGEN_M           65536              /* rows --codegen plans for */
 #define FLUSH_BYTES         (512 * MIB)        /* L2 flush scratch (L2 is 50-60 MB) */
 #define DEVICE_BUDGET       ((size_t)7 << 30)  /* x + y + scratch stay under it */
 #define FULL_CHECK_ELEMENTS ((int64_t)1 << 22) /* check every row up to here */
@@ -251,7 +252,7 @@ static int codegen_stats(int64_t n, tj_dtype dtype, int arch, long runs, Codegen
   double *times = allocate((size_t)runs, sizeof *times, "codegen times");
   if (!times) return 1;
   tj_softmax_plan plan;
-  int rc = tj_softmax_plan_for(NULL, dtype, 65536, n, NULL, &plan) != TJ_OK ||
+  int rc = tj_softmax_plan_for(NULL, dtype, CODEGEN_M, n, NULL, &plan) != TJ_OK ||
            tj_softmax_program(plan.which, n, &p) != TJ_OK ||
            tj_softmax_spec_options(&plan, dtype, n, &o) != TJ_OK;
   if (rc) fprintf(stderr, "tj-bench: no softmax program for n = %lld\n", (long long)n);
@@ -277,7 +278,7 @@ static int codegen_row(const Options *opt, int64_t n, tj_dtype d, FILE *csv) {
          "p10 %7.1f us   p90 %7.1f us   %zu bytes of PTX\n",
          s.plan.which == TJ_SOFTMAX_SINGLE ? "single" : "online", (long long)n, dtype_names[d],
          (long long)s.block, s.plan.cluster, s.plan.split, s.median, s.p10, s.p90, s.bytes);
-  CsvKey key = {"codegen", 65536, n, dtype_names[d], "ptx"};
+  CsvKey key = {"codegen", CODEGEN_M, n, dtype_names[d], "ptx"};
   csv_row(csv, &key, "codegen_us", s.median, "us");
   csv_row(csv, &key, "codegen_p10_us", s.p10, "us");
   csv_row(csv, &key, "codegen_p90_us", s.p90, "us");

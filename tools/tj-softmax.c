@@ -2,7 +2,7 @@
  * tj-softmax — row-wise softmax of an M x N matrix of fresh random data,
  * checked against a float64 reference.
  *
- *   tj-softmax --interp -m M -n N [--dtype f32|f16|bf16] [--seed S]
+ *   tj-softmax [--interp] -m M -n N [--dtype f32|f16|bf16] [--seed S]
  *              [--warps W] [--iters K]
  *
  * With --interp the softmax program (as specialize() below plans it) runs
