@@ -270,6 +270,12 @@ typedef struct tj_spec_options {
                          0 = 1 */
   const tj_binding *bindings; /* the program's own constants */
   int binding_count;
+  int phased;         /* 1: rows start at any phase of 16 bytes (pointers and strides
+                         aligned only to align): tile accesses move 16-byte vectors
+                         from each instance's first 16-byte boundary, with scalar
+                         head and tail; an access whose phase differs from its
+                         tile's first access moves element by element. 0: ALIGN
+                         alone decides the vectors */
 } tj_spec_options;
 
 /* next_pow2(n) for n >= 1 (1 for n <= 1). */

@@ -141,7 +141,7 @@ class _SpecOptions(ctypes.Structure):
     _fields_ = [("n", ctypes.c_int64), ("block", ctypes.c_int64), ("num_warps", ctypes.c_int),
                 ("dtype", ctypes.c_int), ("align", ctypes.c_int), ("cluster", ctypes.c_int),
                 ("split", ctypes.c_int), ("bindings", ctypes.c_void_p),
-                ("binding_count", ctypes.c_int)]
+                ("binding_count", ctypes.c_int), ("phased", ctypes.c_int)]
 
 
 class _CodegenOptions(ctypes.Structure):

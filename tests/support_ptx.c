@@ -43,6 +43,7 @@ char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kern
   if (st == TJ_OK) {
     if (cfg->block) o.block = cfg->block;
     o.align = cfg->align ? cfg->align : 16;
+    o.phased = cfg->phased;
     st = tj_specialize(p, &o, &s);
     if (st != TJ_OK) snprintf(why, why_size, "specialize: %s", tj_program_error(p));
   } else {

@@ -15,12 +15,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* One softmax configuration. align 0: 16; arch 0: 90; warps 0: default. */
+/* One softmax configuration. align 0: 16; arch 0: 90; warps 0: default;
+ * phased: tj_spec_options.phased. */
 typedef struct SoftmaxConfig {
   tj_softmax_template which;
   tj_dtype dtype;
   int64_t n, block;
-  int warps, align, arch, annotate;
+  int warps, align, arch, annotate, phased;
 } SoftmaxConfig;
 
 /* The CTAs per row of softmax_ptx's kernels (0: as planned for 65536 rows),

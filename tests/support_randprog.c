@@ -12,6 +12,7 @@
 
 #include "support.h"
 
+#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +399,7 @@ bool randprog_make(uint64_t seed, RandProg *rp, char *why, size_t why_size) {
   int64_t n, shift;
   bool loop;
   choose_shape(rp, &g.rng, &n, &shift, &loop);
+  rp->options.phased = rp->options.align == 0 && (seed & 1); /* no draw: the stream stays */
   char name[32];
   snprintf(name, sizeof name, "rand_%llu", (unsigned long long)(seed % 1000000));
   check(&g, tj_program_create(name, &g.p), "create");
@@ -412,10 +414,10 @@ bool randprog_make(uint64_t seed, RandProg *rp, char *why, size_t why_size) {
   if (g.ok) stores(&g);
   rp->program = g.p;
   snprintf(rp->summary, sizeof rp->summary,
-           "seed %llu: BLOCK=%lld warps=%d %s align=%d n=%lld grid=%lld%s",
+           "seed %llu: BLOCK=%lld warps=%d %s align=%d%s n=%lld grid=%lld%s",
            (unsigned long long)seed, (long long)rp->options.block, rp->options.num_warps,
-           dtype_label(rp->options.dtype), rp->options.align, (long long)n, (long long)rp->grid,
-           loop ? " loop" : "");
+           dtype_label(rp->options.dtype), rp->options.align, rp->options.phased ? " phased" : "",
+           (long long)n, (long long)rp->grid, loop ? " loop" : "");
   if (!g.ok) return false;
   if (!make_args(rp, &g.rng, n, (float)(rng_uniform(&g.rng) * 2 - 1))) {
     snprintf(why, why_size, "out of memory");
@@ -428,4 +430,35 @@ void randprog_free(RandProg *rp) {
   for (int i = 0; i < RP_STRIDE; i++) free(rp->args[i].u.ptr);
   tj_program_destroy(rp->program);
   memset(rp, 0, sizeof *rp);
+}
+
+/* ---- comparing ---------------------------------------------------------------- */
+
+static bool close_values(double got, double want, double scale) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
+  if (isinf(want) || isinf(got)) return got == want || fabs(got - want) <= 1e-3 * scale;
+  return fabs(got - want) <= 1e-3 * (1.0 + fabs(want)) + 1e-5 * scale;
+}
+
+void randprog_compare(const RandProg *rp, int i, const void *got, const void *want) {
+  tj_dtype d = i == RP_OUTD ? rp->options.dtype : TJ_DTYPE_F32;
+  size_t n = randprog_elements(rp, i);
+  double scale = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!is_poison(want, d, k) && isfinite(elem_get(want, d, k)))
+      scale = fmax(scale, fabs(elem_get(want, d, k)));
+  double tol = d == TJ_DTYPE_BF16 ? 16 : d == TJ_DTYPE_F16 ? 2 : 1;
+  for (size_t k = 0; k < n; k++) {
+    bool written = !is_poison(got, d, k), expected = !is_poison(want, d, k);
+    ck_assert_msg(written == expected, "%s: buffer %d element %zu (row %lld col %lld) %s",
+                  rp->summary, i, k, (long long)(k / (size_t)rp->stride),
+                  (long long)(k % (size_t)rp->stride),
+                  written ? "written, but should not be" : "not written");
+    double g = elem_get(got, d, k), w = elem_get(want, d, k);
+    ck_assert_msg(!expected || close_values(g, w, scale * tol) ||
+                      (tol > 1 && fabs(g - w) <= 0.01 * tol * (1 + fabs(w))),
+                  "%s: buffer %d element %zu (row %lld col %lld): %.9g, want %.9g", rp->summary, i,
+                  k, (long long)(k / (size_t)rp->stride), (long long)(k % (size_t)rp->stride), g,
+                  w);
+  }
 }

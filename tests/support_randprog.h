@@ -65,6 +65,10 @@ bool randprog_make(uint64_t seed, RandProg *rp, char *why, size_t why_size);
 void randprog_poison_outputs(RandProg *rp);
 /* Buffer of parameter i and its element count (0 for scalars). */
 size_t randprog_elements(const RandProg *rp, int i);
+/* Output buffer i of a run (got) against the interpreter's (want): the same
+ * elements written, each within a tolerance that covers ex2.approx and the
+ * order of sums (Check assertions). */
+void randprog_compare(const RandProg *rp, int i, const void *got, const void *want);
 void randprog_free(RandProg *rp);
 
 #endif /* TJ_TEST_SUPPORT_RANDPROG_H */

@@ -23,24 +23,26 @@ typedef struct Golden {
   SoftmaxSpread spread; /* {0, 0}: as planned */
 } Golden;
 
-/* The last three, with the plan's 512-thread CTAs: a row over a cluster of
- * 8 CTAs (distributed shared memory), over 128 CTAs of the grid (global
- * memory, a fused max and sum), and streamed in pieces over 128 CTAs
- * (phases, a reverse second pass). */
+/* Three with the plan's 512-thread CTAs: a row over a cluster of 8 CTAs
+ * (distributed shared memory), over 128 CTAs of the grid (global memory, a
+ * fused max and sum), and streamed in pieces over 128 CTAs (phases, a
+ * reverse second pass). The last: rows at any phase (codegen/phase.c). */
 static const Golden goldens[] = {
-    {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0}, {0, 0}},
-    {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0}, {0, 0}},
-    {"softmax_f32_n4096_w8_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0}, {0, 0}},
-    {"softmax_f16_n1024_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0}, {0, 0}},
+    {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0, 0}, {0, 0}},
+    {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0, 0}, {0, 0}},
+    {"softmax_f32_n4096_w8_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0, 0}, {0, 0}},
+    {"softmax_f16_n1024_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0, 0}, {0, 0}},
     {"softmax_online_f32_n100000_sm90.ptx",
-     {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}, {0, 0}},
-    {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0}, {0, 0}},
+     {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0, 0}, {0, 0}},
+    {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0, 0}, {0, 0}},
     {"softmax_f32_n131072_cluster8_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 131072, 0, 0, 16, 90, 0}, {8, 1}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 131072, 0, 0, 16, 90, 0, 0}, {8, 1}},
     {"softmax_bf16_n1000000_split128_sm80.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000000, 0, 0, 16, 80, 0}, {1, 128}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000000, 0, 0, 16, 80, 0, 0}, {1, 128}},
     {"softmax_f32_n10000000_split128_streamed_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 10000000, 0, 0, 16, 90, 0}, {1, 128}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 10000000, 0, 0, 16, 90, 0, 0}, {1, 128}},
+    {"softmax_bf16_n1023_phased_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1023, 0, 0, 2, 90, 0, 1}, {0, 0}},
 };
 
 static char *read_all(const char *path) {

@@ -58,7 +58,7 @@ START_TEST(butterfly_follows_the_lane_group) {
       int w = warp_counts[j], g = expected_group(block, w, vec_of(block, 16));
       tj_kernel_info info;
       char *ptx =
-          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, &info);
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0, 0}, &info);
       int offsets[64], count = ptx_shfl_offsets(ptx, offsets, 64), levels = log2i(g < 32 ? g : 32);
       ck_assert_msg(count == 2 * levels, "n=%lld w=%d: %d shfl, want %d", (long long)n, w, count,
                     2 * levels);
@@ -78,7 +78,7 @@ START_TEST(aligned_rows_move_predicated_vectors) {
       int64_t n = widths[i], block = tj_next_pow2(n);
       int w = warp_counts[j], g = expected_group(block, w, 4);
       int reps = (int)(block / (4 * g));
-      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, NULL);
+      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0, 0}, NULL);
       ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), reps);
       ck_assert_int_eq(ptx_count(ptx, "st.global.v4.f32"), reps);
       /* Every vector access is predicated; -inf is moved in first. */
@@ -102,7 +102,7 @@ START_TEST(unaligned_rows_move_single_elements) {
     for (size_t j = 0; j < TJ_COUNTOF(warp_counts); j++) {
       int64_t n = widths[i], block = tj_next_pow2(n);
       int w = warp_counts[j], g = expected_group(block, w, 1);
-      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 4, 90, 0}, NULL);
+      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 4, 90, 0, 0}, NULL);
       ck_assert_int_eq(ptx_count(ptx, "ld.global.v"), 0);
       ck_assert_int_eq(ptx_count(ptx, "st.global.v"), 0);
       ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), (int)(block / g));
@@ -119,7 +119,7 @@ START_TEST(shared_memory_only_across_warps) {
       int w = warp_counts[j], g = expected_group(block, w, vec_of(block, 16));
       tj_kernel_info info;
       char *ptx =
-          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, &info);
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0, 0}, &info);
       bool across = g > 32;
       ck_assert_msg((ptx_count(ptx, ".shared") > 0) == across, "n=%lld w=%d", (long long)n, w);
       ck_assert_int_eq(ptx_count(ptx, "bar.sync") > 0, across);
@@ -142,7 +142,7 @@ START_TEST(small_rows_share_a_cta_in_lane_groups) {
       int w = warp_counts[j], vec = vec_of(block, 16), g = (int)(block / vec);
       tj_kernel_info info;
       char *ptx =
-          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0}, &info);
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0, 0}, &info);
       ck_assert_int_eq(info.shape.programs_per_cta, 32 * w / g);
       if (info.shape.programs_per_cta > 1) {
         char lane[64];
@@ -157,7 +157,7 @@ START_TEST(small_rows_share_a_cta_in_lane_groups) {
 END_TEST
 
 START_TEST(f16_moves_halves_in_words) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0}, NULL);
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 4);
   ck_assert_int_eq(ptx_count(ptx, "st.global.v4.b32"), 4);
   ck_assert_int_eq(ptx_count(ptx, "mov.b32 {%h"), 16);
@@ -174,7 +174,7 @@ START_TEST(bf16_conversions_follow_the_arch) {
   for (int i = 0; i < 3; i++) {
     tj_kernel_info info;
     char *ptx =
-        make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, archs[i], 0}, &info);
+        make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, archs[i], 0, 0}, &info);
     ck_assert_int_eq(ptx_count(ptx, "cvt.rn.bf16.f32") > 0, archs[i] >= 80);
     ck_assert_int_eq(ptx_count(ptx, "cvt.f32.bf16") > 0, archs[i] >= 90);
     ck_assert_int_eq(ptx_count(ptx, "shl.b32 %f") > 0, archs[i] < 90);
@@ -186,7 +186,7 @@ START_TEST(bf16_conversions_follow_the_arch) {
 END_TEST
 
 START_TEST(exp_is_subtract_multiply_ex2) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 0, 16, 90, 0}, NULL);
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 0, 16, 90, 0, 0}, NULL);
   int sub = ptx_find_line(ptx, "sub.rn.f32", 0), mul = ptx_find_line(ptx, "0f3FB8AA3B", 0);
   int ex2 = ptx_find_line(ptx, "ex2.approx.ftz.f32", 0);
   ck_assert_int_ge(sub, 0);
@@ -206,7 +206,7 @@ START_TEST(exp_is_subtract_multiply_ex2) {
 END_TEST
 
 START_TEST(grid_stride_loop_over_instances) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0}, NULL);
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_count(ptx, ".param .u64 tj_programs"), 1);
   ck_assert_int_eq(ptx_count(ptx, "$Linst:"), 1);
   ck_assert_int_eq(ptx_count(ptx, "bra.uni $Linst;"), 1);
@@ -222,7 +222,7 @@ END_TEST
 START_TEST(online_template_loops_over_chunks) {
   tj_kernel_info info;
   char *ptx =
-      make(&(SoftmaxConfig){TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}, &info);
+      make(&(SoftmaxConfig){TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0, 0}, &info);
   ck_assert_int_eq(ptx_count(ptx, "$Lloop_"), 4); /* two labels, two back edges */
   ck_assert_int_eq(ptx_count(ptx, "bra.uni $Lend_"), 2);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), 8); /* 4 per chunk, in each pass */
@@ -237,7 +237,7 @@ END_TEST
 
 START_TEST(kernel_info_and_versions) {
   tj_kernel_info info;
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 75, 0}, &info);
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 75, 0, 0}, &info);
   ck_assert_str_eq(info.entry, "tj_softmax");
   ck_assert_int_eq(info.param_count, 5);
   ck_assert_int_eq(info.arch, 75);
@@ -247,7 +247,7 @@ START_TEST(kernel_info_and_versions) {
   ck_assert_int_eq(ptx_count(ptx, ".address_size 64"), 1);
   ck_assert_int_eq(info.shape.all_ctas, 1); /* no loop: one CTA per programs_per_cta rows */
   tj_free(ptx);
-  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0}, &info);
+  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0, 0}, &info);
   ck_assert_int_eq(info.shape.all_ctas, 0); /* loops: a persistent grid */
   tj_free(ptx);
   ck_assert_int_eq(cg_ptx_version(120, 0), 87);
@@ -308,7 +308,7 @@ START_TEST(errors_name_what_is_wrong) {
 END_TEST
 
 START_TEST(deterministic_and_annotated) {
-  SoftmaxConfig c = {TJ_SOFTMAX_ONLINE, TJ_DTYPE_BF16, 5000, 0, 0, 16, 80, 0};
+  SoftmaxConfig c = {TJ_SOFTMAX_ONLINE, TJ_DTYPE_BF16, 5000, 0, 0, 16, 80, 0, 0};
   char *a = make(&c, NULL), *b = make(&c, NULL);
   ck_assert_str_eq(a, b);
   c.annotate = 1;
@@ -394,7 +394,7 @@ END_TEST
  * over, and the mask computed again at the store (no predicate lives from
  * the loads to the stores); the kernel asks ptxas for its CTAs per SM. */
 START_TEST(partial_vectors_in_their_own_block) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1024, 0, 0, 16, 90, 0}, NULL);
+  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1024, 0, 0, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), 8);
   ck_assert_int_eq(ptx_count(ptx, "st.global.v4.f32"), 8);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), 24); /* 3 per vector, in the block */
@@ -407,7 +407,7 @@ START_TEST(partial_vectors_in_their_own_block) {
   ck_assert_int_lt(first, ptx_find_line(ptx, "$Lpart_0:", 0));
   ck_assert_int_ge(ptx_find_line(ptx, ".minnctapersm 9", 0), 0);
   tj_free(ptx);
-  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32768, 0, 0, 16, 90, 0}, NULL);
+  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32768, 0, 0, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_find_line(ptx, ".minnctapersm", 0), -1); /* 1024 threads: one CTA */
   tj_free(ptx);
 }

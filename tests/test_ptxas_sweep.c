@@ -15,7 +15,9 @@
  * Rows across CTAs: the plan of tj_softmax (softmax_plan.c) on nominal
  * sm_80, sm_90 and sm_100 devices for wide rows (N = 32768 ... 2^20, M from
  * 1 to 65536) and huge ones (N up to 5*10^7, M = 1 and 4), every dtype,
- * aligned and not: each must assemble with no spill and no local memory.
+ * aligned and not (phased, as tj_softmax runs rows at one phase): each must
+ * assemble with no spill and no local memory. Phased, too: every default
+ * single-tile specialization.
  * So must every cluster size 2 ... 16 and the splits 2 ... 128 forced on
  * N = 65536 and 2^20, streamed where a thread's share is too large.
  *
@@ -60,7 +62,7 @@ static void add_case(PtxBatch *b, Case *c) {
   SoftmaxConfig cfg = {
       c->which, c->dtype, c->which == TJ_SOFTMAX_ONLINE ? 4 * c->block + 3 : c->block,
       c->block, c->warps, 16,
-      c->arch,  0};
+      c->arch,  0, 0};
   char why[TJ_ERROR_MAX + 64] = "";
   tj_status st;
   char *ptx = softmax_ptx(&cfg, NULL, &st, why, sizeof why);
@@ -147,6 +149,50 @@ START_TEST(every_specialization_assembles) {
 }
 END_TEST
 
+/* Phased (codegen/phase.c): every default single-tile specialization, for
+ * rows at any phase, assembles without spills (with tj_softmax's CTAs of at
+ * most 512 threads for phased kernels). */
+START_TEST(phased_defaults_assemble_without_spills) {
+  enum { TOTAL = (MAX_LOG_BLOCK + 1) * TJ_DTYPE_COUNT * 3 };
+  Case cases[TOTAL];
+  int n = 0, worst = 0;
+  PtxBatch *batches[3];
+  for (int a = 0; a < 3; a++) batches[a] = ptx_batch_new(ptxas, archs[a], 24);
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+    for (int lb = 0; lb <= MAX_LOG_BLOCK; lb++)
+      for (int a = 0; a < 3; a++) {
+        Case *c = &cases[n++];
+        int64_t block = (int64_t)1 << lb;
+        int warps = tj_default_num_warps(block, (tj_dtype)d);
+        *c = (Case){TJ_SOFTMAX_SINGLE, (tj_dtype)d, block, warps < 16 ? warps : 16, archs[a], -1};
+        SoftmaxConfig cfg = {c->which, c->dtype, block, block, c->warps,
+                             (int)dtype_bytes(c->dtype), c->arch, 0, 1};
+        char why[TJ_ERROR_MAX + 64] = "";
+        char *ptx = softmax_ptx(&cfg, NULL, NULL, why, sizeof why);
+        ck_assert_msg(ptx != NULL, "phased %s BLOCK=%lld: %s", ir_dtype_name(c->dtype),
+                      (long long)block, why);
+        c->index = ptx_batch_add(batches[a], ptx);
+        tj_free(ptx);
+      }
+  for (int a = 0; a < 3; a++) ptx_batch_run(batches[a]);
+  for (int i = 0; i < n; i++) {
+    const Case *c = &cases[i];
+    const PtxBatch *b = batches[c->arch == 75 ? 0 : c->arch == 80 ? 1 : 2];
+    const PtxReport *r = ptx_batch_report(b, c->index);
+    ck_assert_msg(r->assembled, "phased %s BLOCK=%lld sm_%d does not assemble:\n%s",
+                  ir_dtype_name(c->dtype), (long long)c->block, c->arch, ptx_batch_first_error(b));
+    ck_assert_msg(!r->spill_bytes && !r->stack_bytes && !r->local_bytes,
+                  "phased %s BLOCK=%lld warps=%d sm_%d: %d bytes spilled, %d stack, %d local (%d "
+                  "registers)",
+                  ir_dtype_name(c->dtype), (long long)c->block, c->warps, c->arch, r->spill_bytes,
+                  r->stack_bytes, r->local_bytes, r->registers);
+    if (r->registers > worst) worst = r->registers;
+  }
+  printf("phased: %d default kernels assembled without spills (at most %d registers)\n", n, worst);
+  for (int a = 0; a < 3; a++) ptx_batch_free(batches[a]);
+}
+END_TEST
+
 /* ---- rows across CTAs ------------------------------------------------------- */
 
 typedef struct Spread {
@@ -169,6 +215,8 @@ static void add_spread(PtxBatch *b, Spread *c) {
   ck_assert_int_eq(tj_softmax_program(plan.which, c->n, &p), TJ_OK);
   ck_assert_int_eq(tj_softmax_spec_options(&plan, c->dtype, c->n, &o), TJ_OK);
   o.align = c->align;
+  o.phased = c->align < 16; /* as tj_softmax asks for rows at one phase, */
+  if (o.phased && o.num_warps == 32) o.num_warps = 16; /* in CTAs of 512 threads */
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
   tj_codegen_options co = {c->arch, 0, 0};
   char *ptx = NULL;
@@ -241,6 +289,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 900);
   tcase_add_test(t, every_specialization_assembles);
   tcase_add_test(t, rows_across_ctas_assemble_without_spills);
+  tcase_add_test(t, phased_defaults_assemble_without_spills);
   suite_add_tcase(s, t);
   return s;
 }

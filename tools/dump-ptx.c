@@ -48,7 +48,7 @@ typedef struct Options {
   int warps, align, arch, backend, cluster, split;
   int dtype; /* tj_dtype */
   int emit;  /* Emit */
-  int annotate, validate;
+  int annotate, validate, phased;
   const char *output;
   tj_binding bindings[MAX_BINDINGS];
   int nbindings;
@@ -84,6 +84,8 @@ static const CliOption option_table[] = {
      .value = "T", .help = "f32, f16 or bf16 (default f32)"},
     {.name = "align", .kind = CLI_INT, .offset = AT(align), .lo = 1, .hi = 16, .value = "BYTES",
      .help = "alignment of pointers and row strides (default 16)"},
+    {.name = "phased", .kind = CLI_FLAG, .offset = AT(phased),
+     .help = "rows start at any phase: 16-byte vectors from each row's boundary"},
     {.name = "cluster", .kind = CLI_INT, .offset = AT(cluster), .lo = 1, .hi = 16, .value = "C",
      .help = "CLUSTER: CTAs of a cluster per row (sm_90; default 1)"},
     {.name = "split", .kind = CLI_INT, .offset = AT(split), .lo = 1, .hi = 1024, .value = "S",
@@ -276,6 +278,7 @@ int main(int argc, char **argv) {
     so.split = o.split;
   }
   so.align = o.align;
+  so.phased = o.phased;
   so.bindings = o.bindings;
   so.binding_count = o.nbindings;
   tj_spec *s = NULL;

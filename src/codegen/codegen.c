@@ -63,9 +63,9 @@ static void prologue(const CgCtx *c, TjBuf *out) {
   const CgArch *a = cg_arch_find(c->arch);
   char version[16], comment[256];
   snprintf(version, sizeof version, "%d.%d", c->ptx / 10, c->ptx % 10);
-  snprintf(comment, sizeof comment, "%s DTYPE=%s BLOCK=%lld NUM_WARPS=%d ALIGN=%d", c->p->name,
+  snprintf(comment, sizeof comment, "%s DTYPE=%s BLOCK=%lld NUM_WARPS=%d ALIGN=%d%s", c->p->name,
            ir_dtype_name(c->spec->dtype), (long long)c->spec->block, c->spec->num_warps,
-           c->spec->align);
+           c->spec->align, c->spec->phased ? " PHASE=1" : "");
   const char *names[] = {"@VERSION@", "@TARGET@", "@PROGRAM@"};
   const char *values[] = {version, a->target, comment};
   for (const char *s = tj_template_ptx_prologue; *s;) {

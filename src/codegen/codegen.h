@@ -194,6 +194,9 @@ typedef struct CgLayout {
   bool dynamic;      /* streamed with repeats past the tile: each repeat of a piece has
                         its guard, made at the piece's start (stream.c) */
   CgOperand *rep_guard;
+  bool phased;       /* elements rotated by the instance's phase (phase.c) */
+  int phase_source;  /* phased: the access whose address gives the phase */
+  CgOperand rotated; /* phased, once the phase is known: lane*VEC - phase (base32) */
 } CgLayout;
 
 /* Threads of a CTA of `threads` per instance whose longest tile has
@@ -313,6 +316,25 @@ void cg_grid_prologue(CgCtx *c);
 CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r);
 CgRed cg_across_grid(CgCtx *c, int inst, CgRed r);
 
+/* ------------------------------------------------------------- phase.c */
+
+/* Which layouts are phased (before VEC is chosen), and which stay so once
+ * VEC and the stream are planned (VEC 1 or a streamed layout does not). */
+void cg_plan_phase(CgCtx *c);
+void cg_unphase_streamed(CgCtx *c);
+/* At the phase source: the phase from the address of its element 0, and
+ * the layout's bases rotated by it. */
+void cg_phase_begin(CgCtx *c, CgLayout *l, CgOperand start_address, int esize);
+/* Whether affine value v waits for its layout's phase to get its slots. */
+bool cg_phase_pending(const CgCtx *c, int value);
+/* Whether slot k of a layout may wrap; if so, *wraps is the predicate. */
+bool cg_phase_wraps(CgCtx *c, const CgLayout *l, int slot, CgOperand *wraps);
+/* An affine value at slot k (start + lane*VEC - phase + offset), plus the
+ * tile's length where the slot wraps. */
+CgOperand cg_phase_fix(CgCtx *c, const CgLayout *l, CgOperand value, int slot);
+/* Whether an access's first address is aligned to its vectors' bytes. */
+CgOperand cg_phase_aligned(CgCtx *c, CgOperand address, int bytes);
+
 /* ------------------------------------------------------------ memory.c */
 
 void cg_lower_load(CgCtx *c, int inst);
@@ -383,6 +405,9 @@ void cg_lower_streamed(CgCtx *c);
 int cg_stream_order(const CgCtx *c, int *order);
 
 /* -------------------------------------------------------------- lower.c */
+
+/* Per-slot registers of affine value v (lower.c; phase.c calls it too). */
+void cg_materialize(CgCtx *c, int value);
 
 /* Per value: how the lowering holds it. */
 typedef struct CgVal {

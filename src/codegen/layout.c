@@ -5,10 +5,10 @@
  * with its index `lane`. Here each tile length gets its vector width and
  * repeats: thread `lane` owns VEC contiguous elements at lane*VEC +
  * j*span*VEC for each repeat j < R, so a warp's accesses are coalesced
- * vectors. VEC is
- * min(16, ALIGN) bytes of the narrowest element moved by memory ops on tiles
- * of that length (4 for f32, 8 for f16/bf16 at ALIGN 16), provided that at
- * least one of them is provably contiguous and aligned; otherwise 1. VEC
+ * vectors. VEC is min(16, ALIGN) bytes of the narrowest element moved by
+ * memory ops on tiles of that length (4 for f32, 8 for f16/bf16 at ALIGN
+ * 16; 16 bytes for a phased layout, phase.c), provided that at least one of
+ * them is provably contiguous and aligned (or phased); otherwise 1. VEC
  * divides the tile's length, so a vector is either wholly inside the tile or
  * wholly outside. A repeat that only some lanes hold is guarded by a
  * predicate (slot_ok).
@@ -83,7 +83,7 @@ static int candidate_vec(CgCtx *c, int layout) {
     int size = pointee_size(c, in);
     if (!narrow || size < narrow) narrow = size;
   }
-  int bytes = c->spec->align < 16 ? c->spec->align : 16;
+  int bytes = c->spec->align < 16 && !c->layouts[layout].phased ? c->spec->align : 16;
   int64_t vec = narrow ? bytes / narrow : 1;
   if (vec < 1) vec = 1;
   if (vec > low_bit(c->layouts[layout].len)) vec = (int)low_bit(c->layouts[layout].len);
@@ -146,6 +146,7 @@ static tj_status check_slots(CgCtx *c) {
 tj_status cg_plan_layout(CgCtx *c) {
   tj_status st = collect_lengths(c);
   if (st != TJ_OK) return st;
+  cg_plan_phase(c);
   for (int i = 0; i < c->nlayouts; i++) choose_vec(c, i);
   int64_t longest;
   int vec;
@@ -153,6 +154,7 @@ tj_status cg_plan_layout(CgCtx *c) {
   if ((st = cg_plan_geometry(c, longest, vec)) != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
   if (st == TJ_OK) st = cg_plan_stream(c);
+  cg_unphase_streamed(c);
   if (st == TJ_OK) st = check_slots(c);
   return st;
 }
@@ -170,7 +172,8 @@ CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].
  * most what the SM holds (arch.c); 14 more where an instance spans CTAs or
  * is streamed (their ranks, fused pairs, piece counters and workspace
  * addresses); and an eighth of the values more from 64 of them on (f32
- * at 64 a thread spilled under 96 registers). Softmax on sm_90: 16 values
+ * at 64 a thread spilled under 96 registers); 10 more per phased layout
+ * (rotated base, wrap and alignment tests). Softmax on sm_90: 16 values
  * per thread get 34 to 42 registers (1536 to 1920 threads per SM), N =
  * 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96 to 127. 0
  * when k < 2.
@@ -185,6 +188,8 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
   int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18);
   if (cg_multi_cta(c) || c->streamed) need += 14; /* ranks, pairs, pieces, wide addresses */
   if (loaded >= 64) need += loaded / 8;
+  for (int i = 0; i < c->nlayouts; i++)
+    if (c->layouts[i].phased) need += 10; /* the rotated base, wrap and alignment tests */
   const CgArch *a = cg_arch_find(c->arch);
   int threads = c->geo.threads;
   int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;

@@ -60,8 +60,9 @@ static void lower_program_id(CgCtx *c, const IrInst *in, CgOperand from) {
 
 /* ---- tiles ----------------------------------------------------------------- */
 
-/* Per-slot registers of an affine tile: t*VEC + start + slot offset. */
-static void materialize(CgCtx *c, int value) {
+/* Per-slot registers of an affine tile: t*VEC + start + slot offset (and
+ * the tile's length where a phased slot wraps, phase.c). */
+void cg_materialize(CgCtx *c, int value) {
   CgVal *r = &c->vals[value];
   CgLayout *l = cg_layout_of(c, value);
   bool wide = r->elem == TJ_I64;
@@ -75,9 +76,11 @@ static void materialize(CgCtx *c, int value) {
   for (int k = 0; k < l->slots; k++) {
     int64_t off = cg_slot_offset(c, l, k);
     r->slots[k] = first;
-    if (!off) continue;
-    r->slots[k] = cg_reg_of(c, (tj_elem)r->elem);
-    cg_line(&c->em, "%s %s, %s, %lld;", add, CG_N(r->slots[k]), CG_N(first), (long long)off);
+    if (off) {
+      r->slots[k] = cg_reg_of(c, (tj_elem)r->elem);
+      cg_line(&c->em, "%s %s, %s, %lld;", add, CG_N(r->slots[k]), CG_N(first), (long long)off);
+    }
+    r->slots[k] = cg_phase_fix(c, l, r->slots[k], k);
   }
 }
 
@@ -106,7 +109,8 @@ static void lower_affine(CgCtx *c, const IrInst *in) {
     r->op = start_sum(c, in->op == TJ_OP_SUB, (tj_elem)r->elem, c->vals[x[swap]].op,
                       c->vals[x[!swap]].op);
   }
-  if (c->facts.materialize[in->result]) materialize(c, in->result);
+  if (c->facts.materialize[in->result] && !cg_phase_pending(c, in->result))
+    cg_materialize(c, in->result);
 }
 
 /* Compares on tiles fold in their slot's guard (the instance's validity,

@@ -55,6 +55,10 @@ typedef struct Access {
   CgOperand addr0;  /* affine: address of the thread's first element */
   CgOperand *addrs; /* otherwise: per slot */
   bool remat;       /* the mask is computed again here (a monotone tile mask) */
+  bool wraps;       /* affine on a phased layout: slots below VEC may wrap (phase.c) */
+  CgOperand aligned; /* phased vectors: this access's vectors are aligned */
+  bool has_w0;      /* phased vectors: lane 0's first vector wraps when w0 holds */
+  CgOperand w0;
   int nfirst;       /* affine tiles of the mask: value, t*VEC + start */
   int first_of[4];
   CgOperand first[4];
@@ -78,6 +82,7 @@ int cg_access_chunk(CgCtx *c, int inst, int vec) {
   int offsets = in->args[1], esize = pointee_size(c, in);
   int chunk = vec < 16 / esize ? vec : 16 / esize;
   if (c->facts.form[offsets] != CG_FORM_AFFINE || chunk < 2) return 1;
+  if (cg_layout_of(c, offsets)->phased) return chunk; /* checked at run time (phase.c) */
   if (c->facts.align[in->args[0]] < log2i(chunk * esize) || c->facts.pow2[offsets] < log2i(chunk))
     return 1;
   return chunk;
@@ -128,6 +133,20 @@ static CgOperand thread_address(Access *a) {
   return scaled_address(c, a->ptr, index, a->esize);
 }
 
+/* The phase source's element 0 and, from its address, the phase. */
+static void begin_phase(Access *a) {
+  CgCtx *c = a->c;
+  CgOperand s = c->vals[a->offsets].op, start = a->ptr;
+  if (!s.imm) {
+    start = scaled_address(c, a->ptr, s, a->esize);
+  } else if (s.bits) {
+    start = cg_reg(&c->em, CG_B64);
+    int64_t e = s.cls == CG_B32 ? (int64_t)(int32_t)(uint32_t)s.bits : (int64_t)s.bits;
+    cg_line(&c->em, "add.s64 %s, %s, %lld;", CG_N(start), CG_N(a->ptr), (long long)(e * a->esize));
+  }
+  cg_phase_begin(c, a->l, start, a->esize);
+}
+
 static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
   const IrInst *in = &c->p->insts[inst];
   memset(a, 0, sizeof *a);
@@ -144,7 +163,13 @@ static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
   a->remat = a->mask != IR_NONE && c->facts.remat[a->mask];
   a->affine = c->facts.form[a->offsets] == CG_FORM_AFFINE;
   if (a->affine) {
+    if (a->l->phased && inst == a->l->phase_source) begin_phase(a);
     a->addr0 = thread_address(a);
+    a->wraps = a->l->phased;
+    a->aligned = cg_true();
+    if (!a->wraps || a->chunk == 1) return;
+    a->aligned = cg_phase_aligned(c, a->addr0, a->chunk * a->esize);
+    a->has_w0 = cg_phase_wraps(c, a->l, 0, &a->w0);
     return;
   }
   if (!(a->addrs = cg_new_slots(c, a->l->slots))) return;
@@ -203,10 +228,10 @@ static CgOperand affine_at(Access *a, int value, int slot) {
     }
   }
   int64_t off = cg_slot_offset(c, l, slot);
-  if (!off) return first;
+  if (!off) return cg_phase_fix(c, l, first, slot);
   CgOperand d = cg_reg_of(c, (tj_elem)v->elem);
   cg_line(&c->em, "%s %s, %s, %lld;", add, CG_N(d), CG_N(first), (long long)off);
-  return d;
+  return cg_phase_fix(c, l, d, slot);
 }
 
 /* Monotone mask `value` at `slot`, and `with`, computed from its expression
@@ -233,27 +258,48 @@ static CgOperand mask_at(Access *a, int value, int slot, CgOperand with) {
 /* The guard of the repeat holding slot k. */
 static CgOperand guard_at(const Access *a, int k) { return cg_guard(a->c, a->l, k / a->l->vec); }
 
+/* a and not b, where a may be the always-true predicate. */
+static CgOperand but_not(CgCtx *c, CgOperand a, CgOperand b) {
+  if (!cg_is_true(a)) return and_not(c, a, b);
+  CgOperand d = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "not.pred %s, %s;", CG_N(d), CG_N(b));
+  return d;
+}
+
+/* Whether the vector of the n slots from k0 may wrap (lane 0's first). */
+static bool may_wrap(const Access *a, int k0, int n) {
+  return a->has_w0 && n > 1 && k0 < a->l->vec;
+}
+
 /* Predicates of the n slots from k0, all in one repeat. A recomputed mask
- * gives only `full` here; its partial vectors are partial_block's. */
+ * gives only `full` here; its partial vectors are partial_block's. A
+ * vector that wraps is never whole: it moves every element it holds. */
 static Preds chunk_preds(Access *a, int k0, int n) {
   CgCtx *c = a->c;
   Preds p;
   memset(&p, 0, sizeof p);
   CgOperand guard = guard_at(a, k0), m[MAX_CHUNK] = {{0}};
+  bool wraps = may_wrap(a, k0, n);
   if (a->remat) {
     p.full = mask_at(a, a->mask, k0 + n - 1, guard);
+    if (wraps) p.full = but_not(c, p.full, a->w0);
     return p;
   }
   if (a->mask == IR_NONE || one_value(c, a->mask)) {
-    p.full = a->mask == IR_NONE ? guard : cg_and_pred(c, guard, c->vals[a->mask].op);
+    CgOperand all = a->mask == IR_NONE ? guard : cg_and_pred(c, guard, c->vals[a->mask].op);
+    p.full = wraps ? but_not(c, all, a->w0) : all;
+    if (!wraps) return p;
+    CgOperand part = but_not(c, all, p.full);
+    for (int v = 0; v < n; v++) p.part[v] = part, p.has_part[v] = true;
     return p;
   }
   if (c->vals[a->mask].guarded) guard = cg_true();
   for (int v = 0; v < n; v++) m[v] = cg_and_pred(c, guard, cg_slot(c, a->mask, k0 + v));
   p.full = m[n - 1];
   for (int v = 0; v < n - 1 && !a->monotone; v++) p.full = cg_and_pred(c, p.full, m[v]);
+  if (wraps) p.full = but_not(c, p.full, a->w0);
   for (int v = 0; v < n && n > 1; v++) {
-    if (a->monotone && v == n - 1) continue;
+    if (a->monotone && v == n - 1 && !wraps) continue;
     p.part[v] = and_not(c, m[v], p.full);
     p.has_part[v] = true;
   }
@@ -291,11 +337,16 @@ static void partial_block(Access *a, const Preds *p, int chunks, MoveElement mov
     CgOperand starts = and_not(c, mask_at(a, a->mask, q * n, guard_at(a, q * n)), p[q].full);
     any = q ? or_pred(c, any, starts) : starts;
   }
+  if (a->has_w0) any = or_pred(c, any, a->w0); /* lane 0's wrapping vector */
   int label = c->em.labels++;
   cg_line(&c->em, "@!%s bra $Lpart_%d;", CG_N(any), label);
-  for (int q = 0; q < chunks; q++)
+  for (int q = 0; q < chunks; q++) {
     for (int v = 0; v < n - 1; v++)
       move(a, mask_at(a, a->mask, q * n + v, guard_at(a, q * n)), q, v, regs);
+    if (may_wrap(a, q * n, n)) /* its last element too */
+      move(a, cg_and_pred(c, mask_at(a, a->mask, q * n + n - 1, guard_at(a, q * n)), a->w0), q,
+           n - 1, regs);
+  }
   cg_raw(&c->em, "$Lpart_%d:\n", label);
 }
 
@@ -370,12 +421,53 @@ static void mov_other(CgCtx *c, CgOperand d, CgOperand other) {
   cg_line(&c->em, "mov.%s %s, %s;", t, CG_N(d), CG_N(other));
 }
 
+/* ---- phased accesses ---------------------------------------------------------- */
+
+/* A phased access moves vectors only where its own address is aligned (the
+ * same for the whole instance): otherwise it branches to a path that moves
+ * element by element. Returns that path's label, or -1 for other accesses. */
+static int misaligned_branch(Access *a) {
+  if (!a->wraps || a->chunk == 1) return -1;
+  int label = a->c->em.labels++;
+  cg_line(&a->c->em, "@!%s bra $Lelements_%d;", CG_N(a->aligned), label);
+  return label;
+}
+
+/* The end of the vector path and the start of the element path (chunk 1). */
+static void misaligned_path(Access *a, int label) {
+  cg_line(&a->c->em, "bra.uni $Lvectors_%d;", label);
+  cg_raw(&a->c->em, "$Lelements_%d:\n", label);
+  a->chunk = 1;
+  a->has_w0 = false;
+  a->nfirst = 0; /* registers the vector path set, which this path skips */
+}
+
 /* ---- loads ------------------------------------------------------------------ */
+
+/* Where slot k moves under pred: one (predicate, address) pair, or two for
+ * a slot that may wrap (phase.c), its wrapped element a tile further on. */
+typedef struct Where {
+  CgOperand pred;
+  CgName address;
+} Where;
+
+static int where(Access *a, CgOperand pred, int k, Where *w) {
+  CgOperand wraps;
+  w[0].pred = pred;
+  w[0].address = address(a, k);
+  if (!a->wraps || !cg_phase_wraps(a->c, a->l, k, &wraps)) return 1;
+  w[0].pred = but_not(a->c, pred, wraps);
+  w[1].pred = cg_and_pred(a->c, pred, wraps);
+  w[1].address = cg_address(a->addr0, (cg_slot_offset(a->c, a->l, k) + a->l->len) * a->esize);
+  return 2;
+}
 
 static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperand *dst) {
   int k = q * a->chunk + v;
-  cg_line(&a->c->em, "@%s ld.global.%s %s, %s;", CG_N(pred), scalar_type(a), CG_N(dst[k]),
-          address(a, k).s);
+  Where w[2];
+  for (int i = 0, n = where(a, pred, k, w); i < n; i++)
+    cg_line(&a->c->em, "%sld.global.%s %s, %s;", prefix(w[i].pred).s, scalar_type(a),
+            CG_N(dst[k]), w[i].address.s);
 }
 
 static void load_vectors(Access *a, CgOperand *dst) {
@@ -413,10 +505,7 @@ static void load_elements(Access *a, CgOperand *dst) {
   CgOperand other = other_value(a);
   for (int k = 0; k < slots; k++)
     if (!cg_is_true(p[k].full)) mov_other(c, dst[k], other);
-  for (int k = 0; k < slots; k++) {
-    cg_line(&c->em, "%sld.global.%s %s, %s;", prefix(p[k].full).s, scalar_type(a), CG_N(dst[k]),
-            address(a, k).s);
-  }
+  for (int k = 0; k < slots; k++) load_element(a, p[k].full, k, 0, dst);
 }
 
 void cg_lower_load(CgCtx *c, int inst) {
@@ -425,10 +514,12 @@ void cg_lower_load(CgCtx *c, int inst) {
   CgVal *r = &c->vals[c->p->insts[inst].result];
   if (!cg_ok(c) || !(r->slots = cg_new_slots(c, a.l->slots))) return;
   for (int k = 0; k < a.l->slots; k++) r->slots[k] = cg_reg_of(c, a.elem);
-  if (a.chunk > 1)
-    load_vectors(&a, r->slots);
-  else
-    load_elements(&a, r->slots);
+  int label = misaligned_branch(&a);
+  if (a.chunk > 1) load_vectors(&a, r->slots);
+  if (a.chunk > 1 && label < 0) return;
+  if (label >= 0) misaligned_path(&a, label);
+  load_elements(&a, r->slots);
+  if (label >= 0) cg_raw(&c->em, "$Lvectors_%d:\n", label);
 }
 
 /* ---- stores ----------------------------------------------------------------- */
@@ -443,8 +534,10 @@ static void store_values(Access *a, CgOperand *v) {
 
 static void store_element(Access *a, CgOperand pred, int q, int e, const CgOperand *v) {
   int k = q * a->chunk + e;
-  cg_line(&a->c->em, "@%s st.global.%s %s, %s;", CG_N(pred), scalar_type(a), address(a, k).s,
-          CG_N(v[k]));
+  Where w[2];
+  for (int i = 0, n = where(a, pred, k, w); i < n; i++)
+    cg_line(&a->c->em, "%sst.global.%s %s, %s;", prefix(w[i].pred).s, scalar_type(a),
+            w[i].address.s, CG_N(v[k]));
 }
 
 static void store_vectors(Access *a, const CgOperand *v) {
@@ -474,11 +567,7 @@ static void store_vectors(Access *a, const CgOperand *v) {
 }
 
 static void store_elements(Access *a, const CgOperand *v) {
-  for (int k = 0; k < a->l->slots; k++) {
-    Preds p = chunk_preds(a, k, 1);
-    cg_line(&a->c->em, "%sst.global.%s %s, %s;", prefix(p.full).s, scalar_type(a), address(a, k).s,
-            CG_N(v[k]));
-  }
+  for (int k = 0; k < a->l->slots; k++) store_element(a, chunk_preds(a, k, 1).full, k, 0, v);
 }
 
 void cg_lower_store(CgCtx *c, int inst) {
@@ -487,8 +576,10 @@ void cg_lower_store(CgCtx *c, int inst) {
   CgOperand *v = cg_ok(c) ? cg_new_slots(c, a.l->slots) : NULL;
   if (!v) return;
   store_values(&a, v);
-  if (a.chunk > 1)
-    store_vectors(&a, v);
-  else
-    store_elements(&a, v);
+  int label = misaligned_branch(&a);
+  if (a.chunk > 1) store_vectors(&a, v);
+  if (a.chunk > 1 && label < 0) return;
+  if (label >= 0) misaligned_path(&a, label);
+  store_elements(&a, v);
+  if (label >= 0) cg_raw(&c->em, "$Lvectors_%d:\n", label);
 }

@@ -267,6 +267,7 @@ struct tj_spec {
   int align;
   int cluster; /* CLUSTER, >= 1 */
   int split;   /* SPLIT, >= 1 */
+  bool phased; /* vectors from each instance's own 16-byte phase (tj_spec_options) */
   char error[TJ_ERROR_MAX];
 };
 

@@ -7,7 +7,8 @@
  * The result carries a key: one printable line holding tilejit's version, a
  * hash of the program's canonical text and every bound value, e.g.
  *   tilejit 0.1.0|softmax#1f2e3d4c5b6a7988|DTYPE=f32|BLOCK=1024|NUM_WARPS=4|ALIGN=16|CLUSTER=1|SPLIT=1
- * and the key's 64-bit FNV-1a hash. The runtime adds arch, ISA, backend and
+ * (|PHASE=1 follows for a phased specialization) and the key's 64-bit
+ * FNV-1a hash. The runtime adds arch, ISA, backend and
  * context to it to form its cache key.
  */
 #include "ir/ir.h"
@@ -77,6 +78,7 @@ static tj_status bind_all(tj_program *p, tj_program *s, const tj_spec_options *o
   spec->cluster = o->cluster ? o->cluster : 1;
   spec->split = o->split ? o->split : 1;
   spec->dtype = o->dtype;
+  spec->phased = o->phased != 0;
   bind(s, TJ_CONST_BLOCK, spec->block);
   bind(s, TJ_CONST_NUM_WARPS, spec->num_warps);
   bind(s, TJ_CONST_ALIGN, spec->align);
@@ -118,7 +120,7 @@ static tj_status substitute(tj_program *p, tj_program *s) {
 
 /* The key, or NULL when out of memory: a hash of part of the text would
  * give two programs one key. */
-static char *make_key(const tj_program *p, tj_program *s) {
+static char *make_key(const tj_program *p, tj_program *s, bool phased) {
   TjBuf text, key;
   buf_init(&text);
   buf_init(&key);
@@ -133,6 +135,7 @@ static char *make_key(const tj_program *p, tj_program *s) {
              (unsigned long long)h, ir_dtype_name(s->dtype));
   for (int i = 0; i < s->nconsts; i++)
     buf_printf(&key, "|%s=%lld", s->consts[i].name, (long long)s->consts[i].value);
+  if (phased) buf_printf(&key, "|PHASE=1");
   return buf_take(&key); /* NULL if any of it was dropped */
 }
 
@@ -147,7 +150,7 @@ static tj_status build(tj_program *p, const tj_spec_options *o, tj_spec *spec) {
   s->specialized = true;
   if ((st = substitute(p, s)) != TJ_OK) return st;
   if ((st = ir_verify(s)) != TJ_OK) return ir_fail(p, st, "after specialization: %s", s->error);
-  if (!(spec->key = make_key(p, s))) return ir_fail(p, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!(spec->key = make_key(p, s, spec->phased))) return ir_fail(p, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   spec->hash = tj_fnv1a(spec->key, strlen(spec->key), TJ_FNV_SEED);
   return TJ_OK;
 }

@@ -1,0 +1,270 @@
+/*
+ * test_ptx_sim_phase.c — phased kernels (codegen/phase.c) on the PTX
+ * simulator: rows that start at any element of a 16-byte line, moved in
+ * 16-byte vectors from each row's own boundary, compared with the
+ * interpreter.
+ *
+ * x lives in a buffer that holds exactly its rows, so the simulator, which
+ * fails on any access outside an argument's buffer or misaligned for its
+ * size, proves that nothing outside them is read; y is poisoned, with a
+ * guard after its last row and gaps between rows that must stay poisoned.
+ * Softmax in three dtypes at every phase 0 .. VEC-1 of its first row, one
+ * row and many (stride n, n+1 and n+3: every row at another phase), rows of
+ * -inf, NaN and +inf; x and y at different phases (their accesses disagree,
+ * so y's move element by element, still right); in place; clusters and a
+ * split. The PTX: a phased kernel moves vectors where the scalar one moves
+ * none, and is the same twice. (Random programs specialized phased run in
+ * test_ptx_sim.c.)
+ */
+#include "support.h"
+#include "support_ptxsim.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Case {
+  tj_dtype dtype;
+  int64_t n;
+  int warps, cluster, split, arch;
+  int64_t rows, x_stride, y_stride;
+  int64_t x_at, y_at; /* elements from a 16-byte boundary to the first row */
+  bool in_place;
+} Case;
+
+static tj_spec *phased_spec(const Case *k, tj_program **p) {
+  tj_spec_options o = {.n = k->n,
+                       .num_warps = k->warps,
+                       .dtype = k->dtype,
+                       .align = (int)dtype_bytes(k->dtype),
+                       .cluster = k->cluster,
+                       .split = k->split,
+                       .phased = 1};
+  tj_spec *s = NULL;
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, p), TJ_OK);
+  ck_assert_msg(tj_specialize(*p, &o, &s) == TJ_OK, "%s", tj_program_error(*p));
+  return s;
+}
+
+/* A poisoned buffer of `elems` elements starting `at` elements past a
+ * 16-byte boundary; the argument covers exactly those elements. */
+typedef struct Buffer {
+  void *base;
+  tj_arg arg;
+} Buffer;
+
+static void buffer_make(Buffer *b, tj_dtype d, int64_t at, int64_t elems) {
+  size_t size = dtype_bytes(d), bytes = (size_t)(at + elems) * size;
+  b->base = aligned_alloc(16, (bytes + 15) / 16 * 16);
+  ck_assert(b->base != NULL);
+  uint32_t bits = poison_bits(d);
+  for (size_t i = 0; i < (size_t)(at + elems); i++) memcpy((char *)b->base + i * size, &bits, size);
+  b->arg = (tj_arg){TJ_ARG_PTR, {.ptr = (char *)b->base + (size_t)at * size}, (size_t)elems * size};
+}
+
+static int64_t span(int64_t rows, int64_t n, int64_t stride) { return (rows - 1) * stride + n; }
+
+/* Row r: 0 random, 1 all -inf, 2 one NaN, 3 one +inf (kinds repeat). */
+static void fill(void *x, const Case *k, TjRng *rng) {
+  for (int64_t r = 0; r < k->rows; r++) {
+    int64_t at = rng_range(rng, 0, k->n - 1);
+    for (int64_t c = 0; c < k->n; c++) {
+      double v = 3 * rng_normal(rng);
+      if (r % 4 == 1) v = -INFINITY;
+      if (r % 4 == 2 && c == at) v = NAN;
+      if (r % 4 == 3 && c == at) v = INFINITY;
+      elem_set(x, k->dtype, (size_t)(r * k->x_stride + c), v);
+    }
+  }
+}
+
+static void label(const Case *k, char *out, size_t size) {
+  snprintf(out, size,
+           "%s n=%lld rows=%lld strides %lld/%lld at %lld/%lld%s cluster=%d split=%d sm_%d",
+           dtype_label(k->dtype), (long long)k->n, (long long)k->rows, (long long)k->y_stride,
+           (long long)k->x_stride, (long long)k->y_at, (long long)k->x_at,
+           k->in_place ? " in place" : "", k->cluster, k->split, k->arch);
+}
+
+static bool simulate(tj_spec *s, const Case *k, const tj_arg *args, char *why, size_t size) {
+  tj_codegen_options o = {k->arch, 0, 0};
+  tj_kernel_info info;
+  char *ptx = NULL;
+  if (tj_emit_ptx(s, &o, &ptx, &info) != TJ_OK) {
+    snprintf(why, size, "emit: %s", tj_spec_error(s));
+    return false;
+  }
+  const tj_launch_shape *shape = &info.shape;
+  int64_t units = (k->rows + shape->programs_per_cta - 1) / shape->programs_per_cta;
+  units = units > 2 ? units / 2 : units; /* the grid-stride loop runs too */
+  size_t ws_bytes = TJ_WORKSPACE_COUNTERS + (size_t)units * (size_t)shape->workspace_bytes;
+  void *ws = shape->workspace_bytes ? calloc(1, ws_bytes) : NULL;
+  PtxsimLaunch launch = {k->rows, (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0};
+  bool ok = ptxsim_launch(ptx, args, 5, &launch, NULL, why, size);
+  free(ws);
+  tj_free(ptx);
+  return ok;
+}
+
+static void run(const Case *k) {
+  char name[200], why[2048];
+  label(k, name, sizeof name);
+  tj_program *p;
+  tj_spec *s = phased_spec(k, &p);
+  tj_dtype d = k->dtype;
+  int64_t x_span = span(k->rows, k->n, k->x_stride), y_span = span(k->rows, k->n, k->y_stride);
+  Buffer x, y, want, copy;
+  buffer_make(&x, d, k->x_at, x_span);
+  buffer_make(&y, d, k->y_at, y_span + 8); /* a guard after the last row */
+  buffer_make(&want, d, 0, y_span + 8);
+  buffer_make(&copy, d, 0, x_span);
+  TjRng rng;
+  rng_seed(&rng, test_seed((uint64_t)k->n, (uint64_t)(k->x_at * 16 + k->y_at), (uint64_t)d));
+  fill(x.arg.u.ptr, k, &rng);
+  memcpy(copy.arg.u.ptr, x.arg.u.ptr, x.arg.bytes);
+  tj_arg args[5] = {want.arg,
+                    copy.arg,
+                    {TJ_ARG_INT, {.i = k->y_stride}, 0},
+                    {TJ_ARG_INT, {.i = k->x_stride}, 0},
+                    {TJ_ARG_INT, {.i = k->n}, 0}};
+  if (k->in_place) args[0] = args[1];
+  ck_assert_msg(tj_interpret(s, args, 5, k->rows) == TJ_OK, "%s: %s", name, tj_spec_error(s));
+  const void *ref = k->in_place ? copy.arg.u.ptr : want.arg.u.ptr;
+  args[0] = k->in_place ? x.arg : y.arg;
+  args[1] = x.arg;
+  ck_assert_msg(simulate(s, k, args, why, sizeof why), "%s: %s", name, why);
+  const void *got = args[0].u.ptr;
+  TjTolerance t = dtype_tolerance(d);
+  t.rtol *= 4;
+  for (int64_t r = 0; r < k->rows; r++)
+    for (int64_t c = 0; c < k->n; c++) {
+      size_t i = (size_t)(r * k->y_stride + c);
+      double g = elem_get(got, d, i), w = elem_get(ref, d, i);
+      ck_assert_msg(close_enough(g, w, t), "%s: row %lld col %lld: %g, want %g", name, (long long)r,
+                    (long long)c, g, w);
+    }
+  for (int64_t i = 0; i < y_span + 8 && !k->in_place; i++)
+    if (i % k->y_stride >= k->n || i >= y_span)
+      ck_assert_msg(is_poison(got, d, (size_t)i), "%s: y element %lld, outside every row, written",
+                    name, (long long)i);
+  free(x.base);
+  free(y.base);
+  free(want.base);
+  free(copy.base);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
+
+static int vec_of(tj_dtype d) { return 16 / (int)dtype_bytes(d); }
+
+static const int64_t widths[] = {1, 2, 3, 7, 31, 77, 197, 577, 1000, 1023, 2049, 5003};
+
+/* One row at each phase, in a buffer of exactly that row. */
+START_TEST(one_row_at_every_phase) {
+  int64_t n = widths[_i];
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+    for (int at = 0; at < vec_of((tj_dtype)d); at++) {
+      Case k = {(tj_dtype)d, n, 0, 1, 1, (d + at) % 2 ? 80 : 90, 1, n, n, at, at, false};
+      run(&k);
+    }
+}
+END_TEST
+
+/* Many rows, each at another phase. */
+START_TEST(rows_at_every_phase) {
+  static const int64_t ns[] = {5, 77, 197, 1023, 3000};
+  static const int64_t extra[] = {0, 1, 3};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+      for (int e = 0; e < 3; e++) {
+        int64_t n = ns[i], stride = n + extra[e];
+        int64_t at = (int64_t)(i + (size_t)e) % vec_of((tj_dtype)d);
+        Case k = {(tj_dtype)d, n, 0, 1, 1, e == 1 ? 75 : 90, 9, stride, stride, at, at, false};
+        run(&k);
+      }
+}
+END_TEST
+
+/* y at another phase than x: y's accesses move element by element. */
+START_TEST(x_and_y_at_different_phases) {
+  static const int64_t ns[] = {1, 77, 1000, 2049};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      int64_t n = ns[i];
+      Case a = {(tj_dtype)d, n, 0, 1, 1, 90, 5, n, n, 1, 2, false};
+      Case b = {(tj_dtype)d, n, 0, 1, 1, 80, 5, n + 1, n, 0, 3, false};
+      run(&a);
+      run(&b);
+    }
+}
+END_TEST
+
+START_TEST(in_place) {
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+    Case k = {(tj_dtype)d, 999, 0, 1, 1, 90, 6, 1001, 1001, 3, 3, true};
+    run(&k);
+  }
+}
+END_TEST
+
+/* A row over a cluster and over a split of the grid. */
+START_TEST(clusters_and_splits) {
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+    Case cluster = {(tj_dtype)d, 3001, 1, 2, 1, 90, 5, 3001, 3001, 1, 1, false};
+    Case split = {(tj_dtype)d, 5001, 1, 1, 3, 80, 5, 5003, 5003, 2, 2, false};
+    run(&cluster);
+    run(&split);
+  }
+}
+END_TEST
+
+static char *ptx_of(tj_dtype d, int64_t n, bool phased) {
+  tj_program *p;
+  tj_spec *s;
+  tj_spec_options o = {.n = n, .dtype = d, .align = (int)dtype_bytes(d), .phased = phased};
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, n, &p), TJ_OK);
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  char *ptx = NULL;
+  ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_OK);
+  ck_assert(strstr(tj_spec_key(s), "|PHASE=1") ? phased : !phased);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  return ptx;
+}
+
+START_TEST(phased_kernels_move_vectors) {
+  static const char *const vectors[] = {"ld.global.v4.f32", "ld.global.v4.b32"};
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+    const char *v = vectors[d != TJ_DTYPE_F32];
+    char *scalar = ptx_of((tj_dtype)d, 1023, false), *a = ptx_of((tj_dtype)d, 1023, true),
+         *b = ptx_of((tj_dtype)d, 1023, true);
+    ck_assert_msg(!strstr(scalar, v), "%s: the scalar kernel moves vectors", dtype_label(d));
+    ck_assert_msg(strstr(a, v) && strstr(a, "st.global.v4"), "%s: no vectors in the phased kernel",
+                  dtype_label(d));
+    ck_assert_msg(strcmp(a, b) == 0, "%s: two phased kernels differ", dtype_label(d));
+    tj_free(scalar);
+    tj_free(a);
+    tj_free(b);
+  }
+}
+END_TEST
+
+Suite *suite(void) {
+  Suite *s = suite_create("ptx_sim_phase");
+  TCase *t = tcase_create("softmax");
+  tcase_set_timeout(t, 300);
+  tcase_add_loop_test(t, one_row_at_every_phase, 0, (int)(sizeof widths / sizeof widths[0]));
+  tcase_add_test(t, rows_at_every_phase);
+  tcase_add_test(t, x_and_y_at_different_phases);
+  tcase_add_test(t, in_place);
+  tcase_add_test(t, clusters_and_splits);
+  tcase_add_test(t, phased_kernels_move_vectors);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  return test_run_suite(suite());
+}
