@@ -2,14 +2,16 @@
 Triton fused softmax, in one process, on one GPU.
 
     python3 bench/compare.py [--dtype f32|f16|bf16 | --all-dtypes] [--quick]
-                             [--sets large,small,wide,huge] [--out DIR]
+                             [--sets large,small,wide,huge,odd] [--out DIR]
                              [--backend ptx|nvrtc] [--budget SECONDS]
 
 Shapes are those of tj-bench: the large set (N from 32 to 262144, M chosen
 so that x is at least 256 MiB in f32; the same M for f16 and bf16), the
 small set (M = 1024 with N = 512 ... 32768, 8765x4096, 4096x2048), the wide
 set (N = 32768 ... 2^20, x at least 256 MiB in every dtype) and the huge
-set (M = 1 and 4, N = 10^6, 10^7, 2^24 and 5*10^7). Triton's fused softmax
+set (M = 1 and 4, N = 10^6, 10^7, 2^24 and 5*10^7); the odd set (N = 77,
+197, 577, 1023, 3000, 12345, 32001 and 50257, rows at every phase of 16
+bytes, x at least 256 MiB). Triton's fused softmax
 (BLOCK = next_pow2(N), one program a row) is run up to N = 262144; past
 that it cannot hold a row, and its column says so.
 
@@ -73,6 +75,7 @@ SMALL = [(1024, n) for n in (512, 1024, 2048, 4096, 8192, 16384, 32768)] + [(876
                                                                             (4096, 2048)]
 WIDE_N = [32768, 65536, 131072, 262144, 524288, 1 << 20]
 HUGE = [(m, n) for m in (1, 4) for n in (10**6, 10**7, 1 << 24, 5 * 10**7)]
+ODD_N = [77, 197, 577, 1023, 3000, 12345, 32001, 50257]  # rows start at every phase
 TRITON_MAX_N = 262144
 QUICK_LARGE_N = [128, 1024, 8192, 65536]
 QUICK_SMALL = [(1024, 4096)]
@@ -685,6 +688,8 @@ def shapes(quick, sets, dtype):
         out += [("wide", -(-LARGE_BYTES // (SIZES[dtype] * n)), n) for n in WIDE_N]
     if "huge" in sets:
         out += [("huge", m, n) for m, n in HUGE]
+    if "odd" in sets:
+        out += [("odd", -(-LARGE_BYTES // (SIZES[dtype] * n)), n) for n in ODD_N]
     return out
 
 

@@ -8,6 +8,8 @@
  *   f16 and bf16 on a representative subset;
  *   M in {1, 3, 64, 5000, 100000} (the last far beyond one resident grid);
  *   row strides > N, in place, pointers one element off 16 bytes;
+ *   rows at any phase of 16 bytes (offsets 1 .. VEC-1, strides N+1 and
+ *   N+3, in place, x and y at different phases), odd widths to 50257;
  *   every extreme-value row of the testing rules, in all three dtypes;
  *   forced num_warps and templates, and the NVRTC backend;
  *   row offsets past 2^31 elements (4 GiB of f16, in place);
@@ -155,6 +157,36 @@ START_TEST(strides_in_place_and_offsets) {
       c->x_stride = c->y_stride = (n + 15) / 16 * 16;
     }
   run("strides, in place, offsets", false);
+}
+END_TEST
+
+/* Rows at any phase of 16 bytes (phased kernels, codegen/phase.c): offsets
+ * 1 to VEC-1 elements, strides N+1 and N+3 (every row at another phase),
+ * in place, and x and y at different phases (y then moves element by
+ * element). Widths from the odd ones of real models. */
+START_TEST(rows_at_any_phase) {
+  static const int64_t ns[] = {1, 7, 77, 197, 577, 1023, 3000, 12345, 32001, 50257};
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+      int64_t n = ns[i], m = n > 10000 ? 5 : 33, vec = d == TJ_DTYPE_F32 ? 4 : 8;
+      for (int64_t off = 1; off < vec; off++) add(d, m, n)->offset = off;
+      GpuCase *c = add(d, m, n);
+      c->x_stride = c->y_stride = n + 1;
+      c = add(d, m, n);
+      c->x_stride = c->y_stride = n + 3;
+      c->offset = 2;
+      c = add(d, m, n);
+      c->in_place = true;
+      c->x_stride = n + 1;
+      c->offset = 1;
+      c = add(d, m, n);
+      c->offset = 1;
+      c->y_offset = vec - 1;
+      c = add(d, m, n);
+      c->x_stride = n + 1;
+      c->y_stride = n + 2;
+    }
+  run("rows at any phase", false);
 }
 END_TEST
 
@@ -527,6 +559,7 @@ int main(void) {
   tcase_add_test(t, f16_and_bf16_subset);
   tcase_add_test(t, row_counts);
   tcase_add_test(t, strides_in_place_and_offsets);
+  tcase_add_test(t, rows_at_any_phase);
   tcase_add_test(t, extreme_values);
   tcase_add_test(t, forced_warps_and_templates);
   tcase_add_test(t, nvrtc_backend);

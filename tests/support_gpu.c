@@ -66,10 +66,11 @@ tj_context *gpu_context(const tj_context_options *options) {
 void gpu_case_label(const GpuCase *c, char *out, size_t size) {
   static const char *const templates[] = {"auto", "single", "online"};
   snprintf(out, size,
-           "%s M=%lld N=%lld strides %lld/%lld offset %lld%s warps %d cluster %d split %d %s %s "
+           "%s M=%lld N=%lld strides %lld/%lld offset %lld/%lld%s warps %d cluster %d split %d %s %s "
            "seed %llu",
            dtype_label(c->dtype), (long long)c->m, (long long)c->n, (long long)c->x_stride,
-           (long long)c->y_stride, (long long)c->offset, c->in_place ? " in-place" : "",
+           (long long)c->y_stride, (long long)c->offset,
+           (long long)(c->y_offset ? c->y_offset : c->offset), c->in_place ? " in-place" : "",
            c->opts.num_warps, c->opts.cluster, c->opts.split,
            c->opts.backend == TJ_BACKEND_NVRTC ? "nvrtc" : "ptx",
            templates[c->opts.which_template % 3], (unsigned long long)c->seed);
@@ -107,9 +108,9 @@ static void prepare(Placed *p) {
 }
 
 /* The next region of bytes, 256-aligned and then offset elements further. */
-static size_t place(size_t *at, size_t bytes, const GpuCase *c) {
+static size_t place(size_t *at, size_t bytes, const GpuCase *c, int64_t offset) {
   size_t start = (*at + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
-  start += (size_t)c->offset * dtype_bytes(c->dtype);
+  start += (size_t)offset * dtype_bytes(c->dtype);
   *at = start + bytes;
   return start;
 }
@@ -172,8 +173,10 @@ static void run_batch(tj_context *ctx, Placed *ps, int count, void *stream, bool
                       GpuTally *t) {
   size_t total = 0;
   for (int i = 0; i < count; i++) {
-    ps[i].x_at = place(&total, ps[i].x.bytes, &ps[i].c);
-    ps[i].y_at = ps[i].c.in_place ? ps[i].x_at : place(&total, ps[i].y.bytes, &ps[i].c);
+    ps[i].x_at = place(&total, ps[i].x.bytes, &ps[i].c, ps[i].c.offset);
+    const GpuCase *c = &ps[i].c;
+    int64_t y_offset = c->y_offset ? c->y_offset : c->offset;
+    ps[i].y_at = c->in_place ? ps[i].x_at : place(&total, ps[i].y.bytes, c, y_offset);
   }
   unsigned char *host = calloc(total, 1);
   ck_assert_ptr_nonnull(host);

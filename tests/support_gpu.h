@@ -41,6 +41,7 @@ typedef struct GpuCase {
   int64_t m, n;
   int64_t x_stride, y_stride; /* 0: n */
   int64_t offset;             /* elements past a 256-byte boundary, for x and y */
+  int64_t y_offset;           /* y's instead, when not 0 (x and y at two phases) */
   bool in_place;
   tj_softmax_options opts;
   GpuFill fill; /* NULL: 3 * normal + a per-row offset */
@@ -64,7 +65,7 @@ void gpu_run_cases(tj_context *ctx, const GpuCase *cases, int count, void *strea
 /* One line on stderr: "name: N cases (S skipped), max error ..." */
 void gpu_report(const char *name, const GpuTally *tally);
 
-/* "f32 M=3 N=1000 strides 1005/1013 offset 1 in-place warps 4 nvrtc online" */
+/* "f32 M=3 N=1000 strides 1005/1013 offset 1/1 in-place warps 4 nvrtc online" */
 void gpu_case_label(const GpuCase *c, char *out, size_t size);
 
 /* The default fill: scale 3 normal values around a row offset drawn from

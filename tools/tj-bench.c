@@ -24,7 +24,9 @@
  * (half that in f16 and bf16); the small set is M = 1024 with N = 512 ...
  * 32768, plus 8765x4096 and 4096x2048; the wide set is N = 32768 ... 2^20
  * with x of at least 256 MiB in every dtype; the huge set is M = 1 and 4
- * with N = 10^6, 10^7, 2^24 and 5*10^7. --warps, --cluster, --split and
+ * with N = 10^6, 10^7, 2^24 and 5*10^7; the odd set is N = 77, 197, 577,
+ * 1023, 3000, 12345, 32001 and 50257 (rows at every phase of 16 bytes) with
+ * x of at least 256 MiB in every dtype. --warps, --cluster, --split and
  * --template override the plan (tj_softmax_options), to compare
  * strategies. Per shape and dtype, x is fresh
  * random data (4u - 2 plus a per-row offset, u uniform) uploaded once. The
@@ -36,6 +38,8 @@
  * over 512 MiB, outside the timed region) and timed by its own pair of CUDA
  * events on the legacy stream; the figure is the median. GB/s counts
  * 2*M*N*elem bytes.
+ * --offset E starts x and y E elements past a 16-byte boundary (rows of odd
+ * N start anywhere already).
  * The copy bandwidth is measured the same way on the same buffers (x to y):
  * cuMemcpyDtoD, and a 16-byte-vector copy kernel written in PTX below and
  * loaded with tj_load_ptx; "% copy" is of the larger of the two. "% dev"
@@ -103,7 +107,7 @@ static void *allocate(size_t count, size_t size, const char *what) {
 #define TARGET_LAUNCH_US    3.0
 
 enum Mode { MODE_CODEGEN = 1, MODE_BANDWIDTH, MODE_LATENCY, MODE_ALL, MODE_WARM_START };
-enum { SET_LARGE = 1, SET_SMALL = 2, SET_WIDE = 4, SET_HUGE = 8 };
+enum { SET_LARGE = 1, SET_SMALL = 2, SET_WIDE = 4, SET_HUGE = 8, SET_ODD = 16 };
 
 typedef struct Options {
   int mode;
@@ -115,6 +119,7 @@ typedef struct Options {
   int64_t m;                 /* 0: the set's M, or the 256 MiB rule with --n */
   unsigned dtypes, backends; /* one bit per tj_dtype, per tj_backend */
   int reps;
+  int offset; /* --offset: elements from a 16-byte boundary to x's and y's start */
   const char *csv_path;
   int which_template;      /* --template, for plan */
   tj_softmax_options plan; /* --warps, --cluster, --split, --template (backend unused) */
@@ -131,7 +136,7 @@ static const double rtols[TJ_DTYPE_COUNT] = {1.3e-6, 1e-3, 1.6e-2};
 static const double abs_tol = 1e-5; /* atol of every dtype */
 static const char *const backend_names[TJ_BACKEND_COUNT] = {"ptx", "nvrtc"};
 static const char *const backend_choices[] = {"ptx", "nvrtc", "both", NULL};
-static const char *const set_choices[] = {"large", "small", "wide", "huge", "all", NULL};
+static const char *const set_choices[] = {"large", "small", "wide", "huge", "odd", "all", NULL};
 static const char *const template_choices[] = {"auto", "single", "online", NULL};
 static const int64_t large_ns[] = {32,   64,   128,  256,   500,   512,   1000,   1024,
                                    2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144};
@@ -139,6 +144,7 @@ static const Shape small_shapes[] = {{1024, 512},   {1024, 1024}, {1024, 2048},
                                      {1024, 4096},  {1024, 8192}, {1024, 16384},
                                      {1024, 32768}, {8765, 4096}, {4096, 2048}};
 static const int64_t wide_ns[] = {32768, 65536, 131072, 262144, 524288, 1048576};
+static const int64_t odd_ns[] = {77, 197, 577, 1023, 3000, 12345, 32001, 50257};
 static const Shape huge_shapes[] = {{1, 1000000}, {1, 10000000}, {1, 16777216}, {1, 50000000},
                                     {4, 1000000}, {4, 10000000}, {4, 16777216}, {4, 50000000}};
 /* Cold compiles: n is a kernel argument, not part of the cache key, so
@@ -416,8 +422,9 @@ typedef struct Case {
   tj_dtype dtype;
   tj_backend backend;
   size_t bytes;  /* of x and of y */
-  uint64_t x, y; /* device */
+  uint64_t x, y; /* device: the matrices, --offset elements into their buffers */
   void *host_x;
+  uint64_t x_buffer, y_buffer; /* 16-byte aligned, bytes + 16 */
 } Case;
 
 /* x = 4u - 2 plus a row offset (+-100 in f32, +-20 in 16 bits), so that the
@@ -443,17 +450,20 @@ static tj_status case_open(Bench *b, Case *c) {
   c->bytes = (size_t)c->m * (size_t)c->n * elem;
   if (!(c->host_x = allocate(c->bytes, 1, "x on the host"))) return TJ_ERR_OUT_OF_MEMORY;
   fill_x(b, c);
-  tj_status st = tj_device_alloc(b->ctx, c->bytes, &c->x);
-  if (st == TJ_OK) st = tj_device_alloc(b->ctx, c->bytes, &c->y);
+  size_t shift = (size_t)b->opt->offset * elem;
+  tj_status st = tj_device_alloc(b->ctx, c->bytes + 16, &c->x_buffer);
+  if (st == TJ_OK) st = tj_device_alloc(b->ctx, c->bytes + 16, &c->y_buffer);
+  c->x = c->x_buffer + shift;
+  c->y = c->y_buffer + shift;
   if (st == TJ_OK) st = tj_copy_to_device(b->ctx, c->x, c->host_x, c->bytes);
   return check_tj(b, "device buffers", st);
 }
 
 static void case_close(Bench *b, Case *c) {
-  if (c->x) tj_device_free(b->ctx, c->x);
-  if (c->y) tj_device_free(b->ctx, c->y);
+  if (c->x_buffer) tj_device_free(b->ctx, c->x_buffer);
+  if (c->y_buffer) tj_device_free(b->ctx, c->y_buffer);
   free(c->host_x);
-  c->x = c->y = 0;
+  c->x = c->y = c->x_buffer = c->y_buffer = 0;
   c->host_x = NULL;
 }
 
@@ -544,16 +554,17 @@ static tj_status load_copy_kernel(Bench *b) {
                   tj_load_ptx(b->ctx, ptx, "tj_bench_copy", &b->copy));
 }
 
+/* The copies move the aligned buffers' first c->bytes. */
 static tj_status enqueue_dtod(Bench *b, void *arg) {
   const Case *c = arg;
-  return check_driver(b, "cuMemcpyDtoD", b->cu->cuMemcpyDtoD(c->y, c->x, c->bytes));
+  return check_driver(b, "cuMemcpyDtoD", b->cu->cuMemcpyDtoD(c->y_buffer, c->x_buffer, c->bytes));
 }
 
 static tj_status enqueue_copy_kernel(Bench *b, void *arg) {
   const Case *c = arg;
   int64_t count16 = (int64_t)(c->bytes / 16);
-  tj_arg args[3] = {{TJ_ARG_INT, {.i = (int64_t)c->y}, 0},
-                    {TJ_ARG_INT, {.i = (int64_t)c->x}, 0},
+  tj_arg args[3] = {{TJ_ARG_INT, {.i = (int64_t)c->y_buffer}, 0},
+                    {TJ_ARG_INT, {.i = (int64_t)c->x_buffer}, 0},
                     {TJ_ARG_INT, {.i = count16}, 0}};
   int64_t grid = (count16 + COPY_CHUNK - 1) / COPY_CHUNK;
   return check_tj(b, "tj_launch (copy kernel)", tj_launch(b->ctx, b->copy, args, 3, grid, NULL));
@@ -563,16 +574,17 @@ typedef struct Copy {
   double gbps[2]; /* cuMemcpyDtoD, the copy kernel; 0 when not measured */
 } Copy;
 
-/* Whether y holds x in its first and last MiB of copied bytes. */
+/* Whether y's buffer holds x's in its first and last MiB of copied bytes. */
 static bool copy_matches(Bench *b, const Case *c, size_t copied) {
   size_t span = copied < MIB ? copied : MIB;
-  void *buf = allocate(span, 1, "the copy check");
+  char *buf = allocate(span, 2, "the copy check");
   if (!buf) return false;
   bool ok = true;
   for (int end = 0; end < 2 && ok; end++) {
     size_t at = end ? copied - span : 0;
-    ok = tj_copy_to_host(b->ctx, buf, c->y + at, span) == TJ_OK &&
-         memcmp(buf, (const char *)c->host_x + at, span) == 0;
+    ok = tj_copy_to_host(b->ctx, buf, c->y_buffer + at, span) == TJ_OK &&
+         tj_copy_to_host(b->ctx, buf + span, c->x_buffer + at, span) == TJ_OK &&
+         memcmp(buf, buf + span, span) == 0;
   }
   free(buf);
   if (!ok) fprintf(stderr, "tj-bench: the copy kernel did not copy x to y\n");
@@ -585,7 +597,7 @@ static void measure_copy(Bench *b, Case *c, Copy *out) {
   double dtod = time_op(b, enqueue_dtod, c), kernel = -1.0;
   size_t copied = c->bytes / 16 * 16; /* the copy kernel moves whole uint4s */
   if (copied && load_copy_kernel(b) == TJ_OK &&
-      !check_driver(b, "cuMemsetD8", b->cu->cuMemsetD8(c->y, 0xff, c->bytes)))
+      !check_driver(b, "cuMemsetD8", b->cu->cuMemsetD8(c->y_buffer, 0xff, c->bytes)))
     kernel = time_op(b, enqueue_copy_kernel, c);
   if (kernel > 0.0 && !copy_matches(b, c, copied)) kernel = -1.0;
   out->gbps[0] = dtod > 0.0 ? gbps(2.0 * (double)c->bytes, dtod) : 0.0;
@@ -680,6 +692,8 @@ static int shape_list(const Options *o, Shape *out) {
     out[count++] = (Shape){o->m, wide_ns[i]};
   for (size_t i = 0; (o->sets & SET_HUGE) && i < sizeof huge_shapes / sizeof huge_shapes[0]; i++)
     out[count++] = huge_shapes[i];
+  for (size_t i = 0; (o->sets & SET_ODD) && i < sizeof odd_ns / sizeof odd_ns[0]; i++)
+    out[count++] = (Shape){o->m, odd_ns[i]};
   return count;
 }
 
@@ -691,6 +705,8 @@ static void print_bandwidth_header(const Bench *b) {
          "%% copy is of the larger. err/tol = max |y - ref| /\n(atol + rtol |ref|) over the "
          "checked rows (PASS if <= 1).\n",
          b->opt->reps);
+  if (b->opt->offset)
+    printf("x and y start %d elements past a 16-byte boundary (--offset).\n", b->opt->offset);
   printf("%9s %8s %-5s %-7s %10s %8s %7s %6s %9s %9s %9s %6s\n", "M", "N", "dtype", "backend",
          "us", "GB/s", "%copy", "%dev", "dtod GB/s", "kern GB/s", "err/tol", "check");
 }
@@ -745,7 +761,7 @@ static void bench_backend(Bench *b, Case *c, const Copy *copy) {
 static void bench_shape(Bench *b, Shape shape, tj_dtype dtype) {
   int64_t row = shape.n * (int64_t)dtype_sizes[dtype];
   int64_t m = shape.m ? shape.m : ((int64_t)LARGE_X_BYTES + row - 1) / row;
-  Case c = {m, shape.n, dtype, TJ_BACKEND_PTX, 0, 0, 0, NULL};
+  Case c = {m, shape.n, dtype, TJ_BACKEND_PTX, 0, 0, 0, NULL, 0, 0};
   Copy copy = {{0.0, 0.0}};
   if (case_open(b, &c) != TJ_OK) {
     b->errors++;
@@ -760,7 +776,7 @@ static void bench_shape(Bench *b, Shape shape, tj_dtype dtype) {
 
 /* The device's copy bandwidth: the copies of 256 MiB, for "% dev". */
 static void measure_device_copy(Bench *b) {
-  Case c = {(int64_t)LARGE_X_BYTES / 4096, 1024, TJ_DTYPE_F32, TJ_BACKEND_PTX, 0, 0, 0, NULL};
+  Case c = {(int64_t)LARGE_X_BYTES / 4096, 1024, TJ_DTYPE_F32, TJ_BACKEND_PTX, 0, 0, 0, NULL, 0, 0};
   Copy copy = {{0.0, 0.0}};
   if (case_open(b, &c) == TJ_OK) measure_copy(b, &c, &copy);
   case_close(b, &c);
@@ -847,7 +863,7 @@ static void print_cold_summary(Bench *b, tj_backend be, const Cold *cold, int co
 /* Cold compiles of the cold_ns kernels through backend be. */
 static int latency_cold(Bench *b, tj_backend be) {
   Cold cold[COLD_COUNT];
-  Case c = {COLD_M, cold_ns[COLD_COUNT - 1], TJ_DTYPE_F32, be, 0, 0, 0, NULL};
+  Case c = {COLD_M, cold_ns[COLD_COUNT - 1], TJ_DTYPE_F32, be, 0, 0, 0, NULL, 0, 0};
   int rc = case_open(b, &c) != TJ_OK;
   for (int i = 0; i < COLD_COUNT && !rc; i++) {
     c.n = cold_ns[i];
@@ -956,7 +972,7 @@ static void print_rate(Bench *b, const char *what, const char *metric, const Rat
 
 /* Host time per launch on a cache hit: tj_softmax, tj_launch, cuLaunchKernel. */
 static int latency_launch(Bench *b) {
-  Case c = {1, 32, TJ_DTYPE_F32, TJ_BACKEND_PTX, 0, 0, 0, NULL};
+  Case c = {1, 32, TJ_DTYPE_F32, TJ_BACKEND_PTX, 0, 0, 0, NULL, 0, 0};
   Launch l;
   Rate r[3];
   Check k;
@@ -1159,7 +1175,8 @@ static const CliOption option_table[] = {
     {.name = "warm-start", .kind = CLI_SELECT, .mode = MODE_WARM_START,
      .help = "a new process's first tj_softmax, disk cache cold and warm"},
     {.name = "set", .kind = CLI_MASK, .offset = AT(sets), .choices = set_choices,
-     .modes = BANDWIDTH, .value = "S", .help = "large, small, wide, huge or all (default large)"},
+     .modes = BANDWIDTH, .value = "S",
+     .help = "large, small, wide, huge, odd or all (default large)"},
     {.name = "n", .letter = 'n', .kind = CLI_CUSTOM, .modes = BANDWIDTH, .value = "LIST",
      .help = "N values, comma-separated, instead of --set; M from --m or 256 MiB / (4 N)"},
     {.name = "m", .letter = 'm', .kind = CLI_INT64, .offset = AT(m), .lo = 1, .hi = INT32_MAX,
@@ -1179,6 +1196,9 @@ static const CliOption option_table[] = {
      .help = "auto, single or online, in the plan"},
     {.name = "reps", .kind = CLI_INT, .offset = AT(reps), .lo = 1, .hi = MAX_REPS,
      .modes = BANDWIDTH, .value = "K", .help = "timed repetitions per measurement (default 30)"},
+    {.name = "offset", .kind = CLI_INT, .offset = AT(offset), .lo = 0, .hi = 15,
+     .modes = BANDWIDTH, .value = "E",
+     .help = "x and y start E elements past a 16-byte boundary (default 0)"},
     {.name = "csv", .kind = CLI_TEXT, .offset = AT(csv_path), .value = "FILE",
      .modes = PLAN | CLI_MODE(MODE_CODEGEN),
      .help = "also write section,m,n,dtype,backend,metric,value,unit rows"},

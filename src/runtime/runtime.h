@@ -213,6 +213,7 @@ typedef struct RtDisk RtDisk;
 typedef struct RtFastKey {
   int64_t n;
   int dtype, align, backend;
+  int phased; /* the rows' phases agree: vectors from each row's boundary */
   tj_softmax_plan plan; /* as planned, before any shrinking */
 } RtFastKey;
 

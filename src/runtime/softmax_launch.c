@@ -5,8 +5,11 @@
  * shape on the context's device. This file adds what depends on the call:
  * the alignment of the actual pointers and strides (the largest power of
  * two up to 16 dividing both pointers and, for more than one row, both row
- * strides in bytes, so a misaligned matrix gets a scalar specialization and
- * never a wrong vector access), and a plan whose CTAs cannot be resident
+ * strides in bytes; rows of 1 KiB or more that start anywhere, but with x
+ * and y at the same phase of 16 bytes, get a phased specialization, 16-byte
+ * vectors from each row's own boundary; others a scalar one, never a wrong
+ * vector access),
+ * and a plan whose CTAs cannot be resident
  * together (module.c refuses to load such a kernel) is shrunk, cluster
  * first, then split, until they can.
  *
@@ -78,10 +81,27 @@ static int alignment(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64_t
   return (int)(bits & (~bits + 1));
 }
 
+/* Rows of at least this many bytes that start anywhere get a phased kernel.
+ * Below it, measured on an H200 (bench/RESULTS.md), the element-by-element
+ * kernel was as fast or faster: its lane groups hold several short rows a
+ * warp, and a phased one sends a lane of every row through its head and
+ * tail (16-bit N = 197: 81% of copy element by element, 57% phased; f32
+ * N = 577: 77% and 97%). */
+#define PHASED_ROW_BYTES 1024
+
+/* Whether x's and y's rows start at the same phase of 16 bytes, row by
+ * row: then a phased kernel moves both in aligned vectors (codegen/phase.c). */
+static bool same_phase(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64_t x,
+                       int64_t x_stride) {
+  if ((x ^ y) & 15u) return false;
+  return m == 1 || (((uint64_t)x_stride - (uint64_t)y_stride) * (uint64_t)elem & 15u) == 0;
+}
+
 /* ------------------------------------------------------- the fast path */
 
 static bool same_key(const RtFastKey *a, const RtFastKey *b) {
-  return a->n == b->n && a->dtype == b->dtype && a->align == b->align && a->backend == b->backend &&
+  return a->n == b->n && a->dtype == b->dtype && a->align == b->align && a->phased == b->phased &&
+         a->backend == b->backend &&
          a->plan.which == b->plan.which && a->plan.block == b->plan.block &&
          a->plan.num_warps == b->plan.num_warps && a->plan.cluster == b->plan.cluster &&
          a->plan.split == b->plan.split;
@@ -89,8 +109,8 @@ static bool same_key(const RtFastKey *a, const RtFastKey *b) {
 
 static RtFastSlot *slot_of(tj_context *ctx, const RtFastKey *k) {
   uint64_t h = (uint64_t)k->n * 0x9e3779b97f4a7c15ull;
-  h ^= (uint64_t)(k->dtype | k->align << 4 | k->plan.num_warps << 10 | k->backend << 16 |
-                  k->plan.which << 18 | k->plan.cluster << 20) ^
+  h ^= (uint64_t)(k->dtype | k->align << 4 | k->phased << 9 | k->plan.num_warps << 10 |
+                  k->backend << 16 | k->plan.which << 18 | k->plan.cluster << 20) ^
        (uint64_t)k->plan.split << 25;
   h ^= h >> 29;
   return &ctx->fast[h & (RT_FAST_SLOTS - 1)];
@@ -151,6 +171,7 @@ static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_so
   if ((st = tj_softmax_spec_options(plan, (tj_dtype)key->dtype, key->n, &o)) != TJ_OK)
     st = rt_fail(ctx, st, "tj_softmax: no specialization for n = %lld", (long long)key->n);
   o.align = key->align;
+  o.phased = key->phased;
   if (st == TJ_OK && (st = tj_specialize(p, &o, &s)) != TJ_OK)
     st = rt_fail(ctx, st, "tj_softmax: %s", tj_program_error(p));
   if (st == TJ_OK) st = rt_compile_entry(ctx, s, (tj_backend)key->backend, out);
@@ -206,11 +227,17 @@ tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint
   key.align = alignment(elem, m, y, y_stride, x, x_stride);
   key.backend = o->backend;
   if (key.align < elem) return invalid(ctx, "x or y is not aligned to its element size");
+  key.phased = key.align < 16 && n * elem >= PHASED_ROW_BYTES &&
+               same_phase(elem, m, y, y_stride, x, x_stride);
   if ((st = tj_softmax_plan_for(&ctx->info, dtype, m, n, o, &key.plan)) != TJ_OK)
     return rt_fail(ctx, st, "tj_softmax: no plan for %lld x %lld%s", (long long)m, (long long)n,
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
                                               "online template, or AUTO, takes any n)"
                                             : "");
+  /* A phased kernel needs a few registers more than the 64 a thread of a
+   * 1024-thread CTA has (ptxas spilled 12 bytes for f32 N = 32768 on
+   * sm_75 and sm_80): it runs 512-thread CTAs, twice the values a thread. */
+  if (key.phased && key.plan.num_warps == 32 && !o->num_warps) key.plan.num_warps = 16;
   RtEntry *e = fast_find(ctx, &key);
   if (e) {
     rt_cache_count_hit(ctx->cache);
