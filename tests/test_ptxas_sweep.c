@@ -9,8 +9,9 @@
  * test checks it refuses exactly those). Kernels are assembled in batches
  * (support_ptx.c), two ptxas processes at a time. The defaults (the warps
  * of tj_default_num_warps, and for the online template a BLOCK up to its
- * chunk) must report 0 bytes of spill and stack; the registers of the
- * defaults are printed as a table.
+ * chunk; or the warps tj_softmax's plan takes, softmax_tuning.inc's
+ * measured lines on sm_90) must report 0 bytes of spill and stack; the
+ * registers of the defaults are printed as a table.
  *
  * Rows across CTAs: the plan of tj_softmax (softmax_plan.c) on nominal
  * sm_80, sm_90 and sm_100 devices for wide rows (N = 32768 ... 2^20, M from
@@ -77,10 +78,24 @@ static void add_case(PtxBatch *b, Case *c) {
   tj_free(ptx);
 }
 
+/* The warps tj_softmax's plan gives rows of BLOCK on a nominal device of
+ * arch: the table's, or a measured line of softmax_tuning.inc. */
+static int plan_warps(int arch, tj_dtype dtype, int64_t block) {
+  tj_device_info device;
+  tj_softmax_plan plan;
+  ck_assert_int_eq(tj_device_nominal(arch, &device), TJ_OK);
+  ck_assert_int_eq(tj_softmax_plan_for(&device, dtype, 65536, block, NULL, &plan), TJ_OK);
+  return plan.num_warps;
+}
+
 /* A specialization tj_softmax_spec_options gives for some n: the online
- * template's BLOCK is its chunk, at most TJ_SOFTMAX_CHUNK. */
+ * template's BLOCK is its chunk, at most TJ_SOFTMAX_CHUNK; the warps of the
+ * table or of the plan (tuned lines). */
 static bool is_default(const Case *c) {
   if (c->which == TJ_SOFTMAX_ONLINE && c->block > TJ_SOFTMAX_CHUNK) return false;
+  if (c->which == TJ_SOFTMAX_SINGLE && c->block <= 32768 &&
+      c->warps == plan_warps(c->arch, c->dtype, c->block))
+    return true;
   return c->warps == tj_default_num_warps(c->block, c->dtype);
 }
 
@@ -163,7 +178,7 @@ START_TEST(phased_defaults_assemble_without_spills) {
       for (int a = 0; a < 3; a++) {
         Case *c = &cases[n++];
         int64_t block = (int64_t)1 << lb;
-        int warps = tj_default_num_warps(block, (tj_dtype)d);
+        int warps = plan_warps(archs[a], (tj_dtype)d, block);
         *c = (Case){TJ_SOFTMAX_SINGLE, (tj_dtype)d, block, warps < 16 ? warps : 16, archs[a], -1};
         SoftmaxConfig cfg = {c->which, c->dtype, block, block, c->warps,
                              (int)dtype_bytes(c->dtype), c->arch, 0, 1};

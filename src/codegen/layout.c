@@ -173,9 +173,10 @@ CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].
  * is streamed (their ranks, fused pairs, piece counters and workspace
  * addresses); and an eighth of the values more from 64 of them on (f32
  * at 64 a thread spilled under 96 registers); per phased layout 2 more,
- * and 2 per vector a thread holds (f32 BLOCK 4096, 4 vectors, spilled 8
- * bytes at 40 registers on sm_80 with 6; 16-bit BLOCK 8192, 2 vectors,
- * needs no more than 6, where 10 cost it a third CTA an SM). Softmax on
+ * and 2 per vector a thread holds, at most 10 (f32 BLOCK 4096, 4 vectors,
+ * spilled 8 bytes at 40 registers on sm_80 with 6; 16-bit BLOCK 8192, 2
+ * vectors, needs no more than 6, where 10 cost it a third CTA an SM; f32
+ * BLOCK 16384, 8 vectors, lost its second CTA an SM at 18). Softmax on
  * sm_90: 16 values per thread get 34 to 42 registers (1536 to 1920 threads
  * per SM), N = 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96
  * to 127. 0 when k < 2.
@@ -192,7 +193,9 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
   if (loaded >= 64) need += loaded / 8;
   for (int i = 0; i < c->nlayouts; i++)
     if (c->layouts[i].phased) /* its rotated base; wrap and alignment tests per vector */
-      need += 2 + 2 * c->layouts[i].slots / c->layouts[i].vec;
+      need += 2 + 2 * c->layouts[i].slots / c->layouts[i].vec < 10
+                  ? 2 + 2 * c->layouts[i].slots / c->layouts[i].vec
+                  : 10;
   const CgArch *a = cg_arch_find(c->arch);
   int threads = c->geo.threads;
   int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;

@@ -8,7 +8,9 @@
  * The numbers behind the rules (design.md section 5, bench/RESULTS.md):
  *   - a CTA of up to 1024 threads holds a row of up to 32768 elements in
  *     registers at 32 a thread (the num_warps table, tj_default_num_warps,
- *     measured on an H200): one CTA, or a lane group, per row;
+ *     measured on an H200 in f32; per arch and dtype the measured lines of
+ *     softmax_tuning.inc, tools/tj-tune.py's, take precedence): one CTA,
+ *     or a lane group, per row;
  *   - on sm_90, wider rows with enough of them to fill the device take a
  *     cluster of at most 16 CTAs of 128 or 256 threads at 64 elements a
  *     thread: the row stays on chip, x is read once, and two to four CTAs
@@ -158,6 +160,28 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
   plan->split = (int)(split < most ? split : most);
 }
 
+/* Measured warps for one-CTA rows (softmax_tuning.inc, written by
+ * tools/tj-tune.py), else the table's. */
+typedef struct Tuned {
+  int arch;
+  tj_dtype dtype;
+  int64_t block;
+  int warps;
+} Tuned;
+
+static const Tuned tuned[] = {
+#define TUNED(arch, dtype, block, warps) {arch, dtype, block, warps},
+#include "runtime/softmax_tuning.inc"
+#undef TUNED
+    {0, TJ_DTYPE_F32, 0, 0}};
+
+static int warps_for(const tj_device_info *device, tj_dtype dtype, int64_t block) {
+  for (size_t i = 0; i + 1 < sizeof tuned / sizeof tuned[0]; i++)
+    if (tuned[i].arch == device->arch && tuned[i].dtype == dtype && tuned[i].block == block)
+      return tuned[i].warps;
+  return tj_default_num_warps(block, dtype);
+}
+
 tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
                               const tj_softmax_options *options, tj_softmax_plan *plan) {
   static const tj_softmax_options none;
@@ -181,7 +205,7 @@ tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int6
   bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block > ROW_PER_CTA;
   plan->num_warps = o->num_warps ? o->num_warps
                     : wide       ? WIDE_THREADS / 32
-                                 : tj_default_num_warps(plan->block, dtype);
+                                 : warps_for(device, dtype, plan->block);
   if (wide && !o->cluster && !o->split)
     plan_wide(device, ir_dtype_size(dtype), m, n, o->num_warps, plan);
   if (o->cluster) plan->cluster = o->cluster;
