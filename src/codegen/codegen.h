@@ -14,6 +14,7 @@
  *              lowering of reductions, one combiner per level
  *   lower.c    the kernel skeleton and the dispatch over IR ops
  *   values.c   the helpers every lowering file uses
+ *   phase.c    rows at any 16-byte phase: the rotated layout, wrap tests
  *   memory.c   loads and stores: 16-byte vectors, masks as predicates
  *   ptx_ops.c  the op -> PTX text table (from TJ_OP_LIST), and casts
  *   emit.c     the arena, registers and the one printf-checked emitter
