@@ -12,9 +12,10 @@
  * row and many (stride n, n+1 and n+3: every row at another phase), rows of
  * -inf, NaN and +inf; x and y at different phases (their accesses disagree,
  * so y's move element by element, still right); in place; clusters and a
- * split. The PTX: a phased kernel moves vectors where the scalar one moves
- * none, and is the same twice. (Random programs specialized phased run in
- * test_ptx_sim.c.)
+ * split; a streamed row; a user's program that reduces its arange before
+ * its first access. The PTX: a phased kernel moves vectors where the scalar
+ * one moves none, and is the same twice. (Random programs specialized
+ * phased run in test_ptx_sim.c.)
  */
 #include "support.h"
 #include "support_ptxsim.h"
@@ -28,7 +29,7 @@
 typedef struct Case {
   tj_dtype dtype;
   int64_t n;
-  int warps, cluster, split, arch;
+  int warps, cluster, split, arch; /* warps 0: the table's */
   int64_t rows, x_stride, y_stride;
   int64_t x_at, y_at; /* elements from a 16-byte boundary to the first row */
   bool in_place;
@@ -209,6 +210,73 @@ START_TEST(in_place) {
 }
 END_TEST
 
+/* A streamed row (one warp holds 8192 elements in pieces): a streamed
+ * layout is not phased (phase.c), and the kernel stays right. */
+START_TEST(streamed_rows) {
+  for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+    Case k = {(tj_dtype)d, 8001, 1, 1, 1, 90, 3, 8003, 8003, 1, 1, false};
+    run(&k);
+  }
+}
+END_TEST
+
+/* A user's program that reduces its arange before its first access: the
+ * reduction reads the slots before the phase is known, so that layout is
+ * not phased (it failed to compile before), and the result is right. */
+START_TEST(a_reduction_before_the_first_access) {
+  static const char text[] = "kernel early_sum\n"
+                             "%0 : ptr<f32> = param y\n"
+                             "%1 : ptr<f32> = param x\n"
+                             "%2 : i64 = param stride\n"
+                             "%3 : i32 = param n\n"
+                             "%4 : i32 = program_id\n"
+                             "%5 : i64 = cast %4\n"
+                             "%6 : i64 = mul %5, %2\n"
+                             "%7 : tile<i32,BLOCK> = arange\n"
+                             "%8 : i32 = reduce_sum %7\n"
+                             "%9 : f32 = cast %8\n"
+                             "%10 : ptr<f32> = ptr_add %1, %6\n"
+                             "%11 : tile<pred,BLOCK> = lt %7, %3\n"
+                             "%12 : tile<f32,BLOCK> = load %10, %7, %11\n"
+                             "%13 : tile<f32,BLOCK> = add %12, %9\n"
+                             "%14 : ptr<f32> = ptr_add %0, %6\n"
+                             "store %14, %7, %13, %11\n";
+  tj_program *p;
+  tj_spec *s;
+  ck_assert_msg(tj_program_parse(text, strlen(text), &p) == TJ_OK, "%s", tj_program_error(p));
+  tj_spec_options o = {.n = 1000, .dtype = TJ_DTYPE_F32, .align = 4, .phased = 1};
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  int64_t rows = 5, n = 1000, stride = 1001;
+  Buffer x, y, want;
+  buffer_make(&x, TJ_DTYPE_F32, 1, span(rows, n, stride));
+  buffer_make(&y, TJ_DTYPE_F32, 1, span(rows, n, stride));
+  buffer_make(&want, TJ_DTYPE_F32, 0, span(rows, n, stride));
+  for (int64_t i = 0; i < span(rows, n, stride); i++)
+    elem_set(x.arg.u.ptr, TJ_DTYPE_F32, (size_t)i, (double)(i % 7) - 3.0);
+  tj_arg args[4] = {want.arg, x.arg, {TJ_ARG_INT, {.i = stride}, 0}, {TJ_ARG_INT, {.i = n}, 0}};
+  ck_assert_msg(tj_interpret(s, args, 4, rows) == TJ_OK, "%s", tj_spec_error(s));
+  args[0] = y.arg;
+  char *ptx = NULL, why[1024];
+  ck_assert_msg(tj_emit_ptx(s, NULL, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+  ck_assert_msg(ptxsim_run(ptx, args, 4, rows, 2, why, sizeof why), "%s", why);
+  for (int64_t i = 0; i < span(rows, n, stride); i++) {
+    size_t k = (size_t)i;
+    bool row = i % stride < n;
+    ck_assert_msg(row ? elem_get(y.arg.u.ptr, TJ_DTYPE_F32, k) ==
+                            elem_get(want.arg.u.ptr, TJ_DTYPE_F32, k)
+                      : is_poison(y.arg.u.ptr, TJ_DTYPE_F32, k),
+                  "element %lld: %g, want %g", (long long)i, elem_get(y.arg.u.ptr, TJ_DTYPE_F32, k),
+                  elem_get(want.arg.u.ptr, TJ_DTYPE_F32, k));
+  }
+  tj_free(ptx);
+  free(x.base);
+  free(y.base);
+  free(want.base);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
+END_TEST
+
 /* A row over a cluster and over a split of the grid. */
 START_TEST(clusters_and_splits) {
   for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
@@ -260,6 +328,8 @@ Suite *suite(void) {
   tcase_add_test(t, x_and_y_at_different_phases);
   tcase_add_test(t, in_place);
   tcase_add_test(t, clusters_and_splits);
+  tcase_add_test(t, streamed_rows);
+  tcase_add_test(t, a_reduction_before_the_first_access);
   tcase_add_test(t, phased_kernels_move_vectors);
   suite_add_tcase(s, t);
   return s;

@@ -320,7 +320,7 @@ CgRed cg_across_grid(CgCtx *c, int inst, CgRed r);
 /* ------------------------------------------------------------- phase.c */
 
 /* Which layouts are phased (before VEC is chosen), and which stay so once
- * VEC and the stream are planned (VEC 1 or a streamed layout does not). */
+ * VEC and the stream are planned (not with VEC 1, nor in a streamed kernel). */
 void cg_plan_phase(CgCtx *c);
 void cg_unphase_streamed(CgCtx *c);
 /* At the phase source: the phase from the address of its element 0, and

@@ -27,11 +27,13 @@
  *
  * A layout is phased when the specialization is, its VEC is over 1, its
  * first memory access has affine offsets (arange + s) and sits outside any
- * loop, and no value of the layout needs its slots before that access (they
- * would be computed before q is known; an affine value defined before it
- * gets its slots at the source). A streamed layout is not phased:
- * each of its pieces would wrap. Nor is a kernel split over the grid
- * (SPLIT > 1): ptxas spilled 8 bytes in 16-bit ones at N = 2^20.
+ * loop, and no value of the layout needs its slots before that access, nor
+ * does a reduction read them (they would be computed before q is known; an
+ * affine value defined before it gets its slots at the source). No layout
+ * of a streamed kernel is phased: a streamed layout's pieces would each
+ * wrap, and the kernel is lowered stream phase by stream phase, not in
+ * program order. Nor is a kernel split over the grid (SPLIT > 1): ptxas
+ * spilled 8 bytes in 16-bit ones at N = 2^20.
  */
 #include "codegen/codegen.h"
 
@@ -57,6 +59,8 @@ static int source_of(const CgCtx *c, int layout) {
     if (r != IR_NONE && p->types[r].shape == TJ_TILE && c->vals[r].layout == layout &&
         !slotless(c, r))
       return -1;
+    bool reduce = in->op == TJ_OP_REDUCE_MAX || in->op == TJ_OP_REDUCE_SUM;
+    if (reduce && c->vals[in->args[0]].layout == layout) return -1; /* it reads the slots */
   }
   return -1;
 }
@@ -72,7 +76,7 @@ void cg_plan_phase(CgCtx *c) {
 void cg_unphase_streamed(CgCtx *c) {
   for (int i = 0; i < c->nlayouts; i++) {
     CgLayout *l = &c->layouts[i];
-    if (l->vec == 1 || (c->streamed && i == c->stream.layout)) l->phased = false;
+    if (l->vec == 1 || c->streamed) l->phased = false;
   }
 }
 

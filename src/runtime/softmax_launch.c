@@ -227,16 +227,18 @@ tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint
   key.align = alignment(elem, m, y, y_stride, x, x_stride);
   key.backend = o->backend;
   if (key.align < elem) return invalid(ctx, "x or y is not aligned to its element size");
-  key.phased = key.align < 16 && n * elem >= PHASED_ROW_BYTES &&
-               same_phase(elem, m, y, y_stride, x, x_stride);
+  bool any_phase = key.align < 16 && n * elem >= PHASED_ROW_BYTES &&
+                   same_phase(elem, m, y, y_stride, x, x_stride);
   if ((st = tj_softmax_plan_for(&ctx->info, dtype, m, n, o, &key.plan)) != TJ_OK)
     return rt_fail(ctx, st, "tj_softmax: no plan for %lld x %lld%s", (long long)m, (long long)n,
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
                                               "online template, or AUTO, takes any n)"
                                             : "");
-  /* A phased kernel needs a few registers more than the 64 a thread of a
+  /* Phased where the code generator phases: one tile, no grid split. A
+   * phased kernel needs a few registers more than the 64 a thread of a
    * 1024-thread CTA has (ptxas spilled 12 bytes for f32 N = 32768 on
    * sm_75 and sm_80): it runs 512-thread CTAs, twice the values a thread. */
+  key.phased = any_phase && key.plan.which == TJ_SOFTMAX_SINGLE && key.plan.split == 1;
   if (key.phased && key.plan.num_warps == 32 && !o->num_warps) key.plan.num_warps = 16;
   RtEntry *e = fast_find(ctx, &key);
   if (e) {
