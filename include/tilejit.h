@@ -617,7 +617,12 @@ TJ_API const char *tj_kernel_log(const tj_kernel *k);
  * TJ_ARG_PTR (u.ptr holds the device address) or TJ_ARG_INT; i64 and i32
  * take TJ_ARG_INT (range-checked); f32 takes TJ_ARG_FLOAT. grid 0 launches
  * nothing; the CTA count is capped at k's resident maximum, since kernels
- * stride over their instances. */
+ * stride over their instances. A kernel compiled from a spec checks the
+ * arguments against what the spec assumed before launching anything:
+ * pointers ALIGN-byte aligned, and i64 arguments that reach an address
+ * multiples of ALIGN / (the widest pointee's size) elements; a violation is
+ * TJ_ERR_INVALID_ARGUMENT naming the argument and the assumption (a
+ * misaligned vector access would fault and leave the context unusable). */
 TJ_API tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
                            int64_t grid, void *stream);
 

@@ -15,11 +15,17 @@
  *     than the device, an ISA the driver lacks, a device that does not
  *     exist. Older arch targets that are in the table run correctly.
  *   - A tiny cache capacity evicts (and unloads) kernels, results correct.
+ *   - The embedding scenario: a user's log-softmax specialized with align =
+ *     16 and launched on rows of 31 floats is refused before launching,
+ *     naming the argument and the assumption; the context keeps working
+ *     (a right launch then gives log-softmax on every row).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "support_gpu.h"
+#include "support_logsoftmax.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +260,61 @@ static void expect_create_failure(tj_context_options o, tj_status want, const ch
   fprintf(stderr, "context options refused: %s\n", tj_context_error(NULL));
 }
 
+/* ------------------------------------------------- the embedding scenario */
+
+START_TEST(a_misspecialized_launch_is_refused_and_the_context_lives) {
+  tj_context *ctx = gpu_context(NULL);
+  tj_program *p;
+  tj_spec *s;
+  ck_assert_int_eq(tj_program_parse(logsoftmax_text, strlen(logsoftmax_text), &p), TJ_OK);
+  tj_spec_options o = {.n = 31, .dtype = TJ_DTYPE_F32, .align = 16};
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  tj_kernel *k = NULL;
+  ck_assert_msg(tj_compile(ctx, s, TJ_BACKEND_PTX, &k) == TJ_OK, "%s", tj_context_error(ctx));
+  enum { ROWS = 64, N = 31 };
+  uint64_t x = 0, y = 0;
+  ck_assert_int_eq(tj_device_alloc(ctx, ROWS * 32 * 4, &x), TJ_OK);
+  ck_assert_int_eq(tj_device_alloc(ctx, ROWS * 32 * 4, &y), TJ_OK);
+  float host[ROWS * 32];
+  for (int i = 0; i < ROWS * 32; i++) host[i] = (float)((i * 7) % 13) - 6.0f;
+  ck_assert_int_eq(tj_copy_to_device(ctx, x, host, sizeof host), TJ_OK);
+  /* Rows of 31 floats, 124 bytes apart: refused, nothing launched. */
+  tj_arg args[5] = {{TJ_ARG_INT, {.i = (int64_t)y}, 0},
+                    {TJ_ARG_INT, {.i = (int64_t)x}, 0},
+                    {TJ_ARG_INT, {.i = N}, 0},
+                    {TJ_ARG_INT, {.i = N}, 0},
+                    {TJ_ARG_INT, {.i = 0}, 0}};
+  ck_assert_int_eq(tj_launch(ctx, k, args, 5, ROWS, NULL), TJ_ERR_INVALID_ARGUMENT);
+  assert_message(ctx, "argument 2 (stride) = 31");
+  assert_message(ctx, "ALIGN = 16");
+  args[1].u.i = (int64_t)x + 4; /* a misaligned pointer too */
+  args[2].u.i = 32;
+  ck_assert_int_eq(tj_launch(ctx, k, args, 5, ROWS, NULL), TJ_ERR_INVALID_ARGUMENT);
+  assert_message(ctx, "argument 1 (x)");
+  /* The context still works: rows 32 floats apart launch and are right. */
+  args[1].u.i = (int64_t)x;
+  ck_assert_msg(tj_launch(ctx, k, args, 5, ROWS, NULL) == TJ_OK, "%s", tj_context_error(ctx));
+  ck_assert_msg(tj_context_synchronize(ctx) == TJ_OK, "%s", tj_context_error(ctx));
+  float out[ROWS * 32];
+  ck_assert_int_eq(tj_copy_to_host(ctx, out, y, sizeof out), TJ_OK);
+  for (int r = 0; r < ROWS; r++) {
+    double max = -INFINITY, sum = 0;
+    for (int c = 0; c < N; c++) max = fmax(max, host[r * 32 + c]);
+    for (int c = 0; c < N; c++) sum += exp(host[r * 32 + c] - max);
+    for (int c = 0; c < N; c++) {
+      double want = host[r * 32 + c] - max - log(sum);
+      ck_assert_msg(fabs(out[r * 32 + c] - want) <= 1e-5 + 1e-5 * fabs(want),
+                    "row %d col %d: %g, want %g", r, c, out[r * 32 + c], want);
+    }
+  }
+  tj_device_free(ctx, x);
+  tj_device_free(ctx, y);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  tj_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(context_options_are_checked) {
   tj_context *ctx = gpu_context(NULL);
   tj_device_info info;
@@ -324,6 +385,7 @@ int main(void) {
   tcase_add_test(t, hand_written_ptx_loads_and_launches);
   tcase_add_test(t, hand_written_ptx_abi_errors);
   tcase_add_test(t, bad_softmax_arguments_launch_nothing);
+  tcase_add_test(t, a_misspecialized_launch_is_refused_and_the_context_lives);
   tcase_add_test(t, context_options_are_checked);
   tcase_add_test(t, older_arch_targets_run);
   tcase_add_test(t, tiny_cache_evicts_and_stays_correct);

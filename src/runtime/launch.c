@@ -213,6 +213,9 @@ tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int
     return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT,
                    "tj_launch: grid %lld is outside [0, 2^31-1] (program_id is i32)",
                    (long long)grid);
+  char why[512];
+  if (rt_assume_check(&k->assume, args, count, why, sizeof why) != TJ_OK)
+    return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_launch: %s: %s", k->report.info.entry, why);
   uint64_t slots[RT_MAX_PARAMS], hidden[2] = {0, 0};
   void *params[RT_MAX_PARAMS + 2];
   for (int i = 0; i < count; i++) {

@@ -473,7 +473,10 @@ static tj_status compile_spec(void *arg, RtCompiled *out) {
   if (disk || ctx->dump_dir)
     job->disk_key = rt_disk_key(ctx, tj_spec_key(job->spec), job->parts); /* NULL: no disk */
   disk = disk && job->disk_key;
-  if (disk && !ctx->dump_dir && load_from_disk(ctx, job->disk_key, out)) return TJ_OK;
+  if (disk && !ctx->dump_dir && load_from_disk(ctx, job->disk_key, out)) {
+    rt_assume_from_spec(job->spec, &((tj_kernel *)out->value)->assume);
+    return TJ_OK;
+  }
   tj_codegen_options o = {.arch = ctx->info.target_arch, .ptx_version = ctx->ptx_request};
   tj_kernel_info info;
   char *ptx = NULL;
@@ -498,6 +501,7 @@ static tj_status compile_spec(void *arg, RtCompiled *out) {
     st = make_kernel(ctx, ptx, &info, true, disk ? job->disk_key : NULL, out);
   if (ctx->dump_dir && job->disk_key) dump(job, ptx, &info, out, st);
   free(ptx);
+  if (st == TJ_OK) rt_assume_from_spec(job->spec, &((tj_kernel *)out->value)->assume);
   return st;
 }
 

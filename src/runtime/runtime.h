@@ -276,6 +276,22 @@ int rt_arch_min_ptx(int arch, char *known, size_t known_size);
 typedef enum RtParamKind { RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_F32, RT_PARAM_F64 } RtParamKind;
 #define RT_MAX_PARAMS 64
 
+/* What a kernel compiled from a spec assumed of its arguments (assume.c):
+ * argument i must have no bit of mask[i] set (a pointer's bytes, an i64's
+ * elements); 0 where nothing is assumed. */
+typedef struct RtAssume {
+  uint32_t mask[RT_MAX_PARAMS];
+  bool is_pointer[RT_MAX_PARAMS];
+  char names[RT_MAX_PARAMS][32];
+  int align;
+} RtAssume;
+
+void rt_assume_from_spec(const tj_spec *s, RtAssume *out);
+/* TJ_OK, or TJ_ERR_INVALID_ARGUMENT with the argument and the assumption
+ * it breaks in why. */
+tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char *why,
+                          size_t size);
+
 struct tj_kernel {
   tj_context *ctx;
   CuModule module;
@@ -284,7 +300,8 @@ struct tj_kernel {
   int param_count;  /* with the hidden ones: tj_workspace (grid level only), the instance count */
   int hidden_count; /* 1, or 2 with tj_workspace */
   uint8_t param_kind[RT_MAX_PARAMS];
-  char *log; /* the driver's JIT info log */
+  char *log;       /* the driver's JIT info log */
+  RtAssume assume; /* from the spec; nothing for tj_load_ptx's kernels */
 };
 
 /* The parts of a cache key beyond the specialization key. */
