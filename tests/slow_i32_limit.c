@@ -80,7 +80,7 @@ static bool simulate(tj_spec *s, tj_arg *args, char *why, size_t size) {
   const tj_launch_shape *shape = &info.shape;
   size_t ws_bytes = shape->workspace_bytes ? TJ_WORKSPACE_COUNTERS + (size_t)shape->workspace_bytes : 0;
   void *ws = ws_bytes ? calloc(1, ws_bytes) : NULL;
-  PtxsimLaunch launch = {1, shape->ctas_per_program, ws, ws_bytes};
+  PtxsimLaunch launch = {1, shape->ctas_per_program, ws, ws_bytes, (int64_t)1 << 37};
   bool ok = (ws || !ws_bytes) && ptxsim_launch(ptx, args, 5, &launch, NULL, why, size);
   if (ws_bytes && !ws) snprintf(why, size, "no memory for the workspace");
   free(ws);

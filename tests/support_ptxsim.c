@@ -1563,7 +1563,7 @@ static void complete_cta(Sim *s, Cta *c) {
 /* ---- scheduling ---------------------------------------------------------------- */
 
 enum { SLICE_STEPS = 256 };
-static const int64_t max_steps = 400000000;
+static const int64_t default_max_steps = 400000000;
 
 /* Why a time slice ended: used up; after a poll (Y_SPIN: one that read what
  * the thread's previous poll read, at the same instruction and address);
@@ -1573,10 +1573,11 @@ typedef enum Yield { Y_SLICE, Y_POLL, Y_SPIN, Y_BLOCK, Y_EXIT } Yield;
 /* Runs t for one time slice. */
 static Yield run_slice(Sim *s, Thread *t) {
   const Kernel *k = s->k;
+  int64_t limit = s->launch->max_steps ? s->launch->max_steps : default_max_steps;
   for (int n = 0; n < SLICE_STEPS; n++) {
     if (t->pc >= k->count) return fail(s, 0, "ran past the end"), Y_EXIT;
     const Ins *in = &k->ins[t->pc];
-    if (++s->steps > max_steps) return fail(s, in->line, "too many steps (endless loop?)"), Y_EXIT;
+    if (++s->steps > limit) return fail(s, in->line, "too many steps (endless loop?)"), Y_EXIT;
     switch (in->op) {
     case OP_SHFL:
       t->state = T_SHFL;
@@ -1867,6 +1868,6 @@ bool ptxsim_launch(const char *ptx, const tj_arg *args, int nargs, const PtxsimL
 
 bool ptxsim_run(const char *ptx, const tj_arg *args, int nargs, int64_t programs, int ctas,
                 char *why, size_t why_size) {
-  PtxsimLaunch launch = {programs, ctas, NULL, 0};
+  PtxsimLaunch launch = {programs, ctas, NULL, 0, 0};
   return ptxsim_launch(ptx, args, nargs, &launch, NULL, why, why_size);
 }

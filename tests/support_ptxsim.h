@@ -46,6 +46,8 @@ typedef struct PtxsimLaunch {
   int ctas;               /* CTAs in the grid (a multiple of the cluster size) */
   void *workspace;        /* the tj_workspace buffer, or NULL when the kernel has none */
   size_t workspace_bytes; /* its size: every access is checked against it */
+  int64_t max_steps;      /* instructions over every thread before it calls the launch
+                             endless (0: 4·10^8) */
 } PtxsimLaunch;
 
 /* What a launch did. Global bytes are counted per access (a vector access

@@ -58,7 +58,7 @@ static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
     *ws_bytes = *ws ? need : 0;
   }
   PtxsimLaunch launch = {programs, run->ctas, shape->workspace_bytes ? *ws : NULL,
-                         shape->workspace_bytes ? *ws_bytes : 0};
+                         shape->workspace_bytes ? *ws_bytes : 0, 0};
   bool ok = ptxsim_launch(ptx, args, nargs, &launch, &run->stats, why, size);
   tj_free(ptx);
   return ok;

@@ -102,7 +102,7 @@ static bool simulate(tj_spec *s, const Case *k, const tj_arg *args, char *why, s
   units = units > 2 ? units / 2 : units; /* the grid-stride loop runs too */
   size_t ws_bytes = TJ_WORKSPACE_COUNTERS + (size_t)units * (size_t)shape->workspace_bytes;
   void *ws = shape->workspace_bytes ? calloc(1, ws_bytes) : NULL;
-  PtxsimLaunch launch = {k->rows, (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0};
+  PtxsimLaunch launch = {k->rows, (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0, 0};
   bool ok = ptxsim_launch(ptx, args, 5, &launch, NULL, why, size);
   free(ws);
   tj_free(ptx);
