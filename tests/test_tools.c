@@ -305,6 +305,29 @@ START_TEST(dump_ptx_refuses_n_over_int32) {
 }
 END_TEST
 
+/* --ir with neither -n nor a BLOCK once gave BLOCK = next_pow2(0) = 1, a
+ * kernel of one element, silently: it is a usage error now. */
+START_TEST(ir_needs_n_or_block) {
+  static Run r;
+  char path[4096];
+  ir_file(path, sizeof path);
+  const char *const bare[] = {"dump-ptx", "--ir", path, "-DX=3", NULL};
+  expect_status(&r, bare, 2);
+  assert_contains(r.err, "--ir needs -n N or a BLOCK");
+  ck_assert_str_eq(r.out, "");
+  const char *const block[] = {"dump-ptx", "--ir", path, "-DX=3", "--block", "64", NULL};
+  expect_status(&r, block, 0);
+  assert_contains(r.out, "BLOCK=64 ");
+  const char *const define[] = {"dump-ptx", "--ir", path, "-DX=3", "-DBLOCK=32", NULL};
+  expect_status(&r, define, 0);
+  assert_contains(r.out, "BLOCK=32 ");
+  const char *const n[] = {"dump-ptx", "--ir", path, "-DX=3", "-n", "100", NULL};
+  expect_status(&r, n, 0);
+  assert_contains(r.out, "BLOCK=128 ");
+  remove(path);
+}
+END_TEST
+
 START_TEST(define_takes_both_spellings) {
   static Run r;
   static char joined[OUTPUT_MAX];
@@ -529,6 +552,7 @@ static Suite *tools_suite(void) {
   tcase_add_test(c, dump_ptx_refuses_numbers_out_of_range);
   tcase_add_test(c, dump_ptx_refuses_n_over_int32);
   tcase_add_test(c, define_takes_both_spellings);
+  tcase_add_test(c, ir_needs_n_or_block);
   tcase_add_test(c, numbers_are_decimal);
   tcase_add_test(c, tj_softmax_says_what_it_cannot_allocate);
   suite_add_tcase(s, c);

@@ -3,7 +3,7 @@
  * generates for a program. Needs no GPU and no driver.
  *
  *   dump-ptx softmax -n N [-m M] [--template auto|single|online] [options]
- *   dump-ptx --ir FILE.tj [-D NAME=VALUE ...] [-n N] [options]
+ *   dump-ptx --ir FILE.tj [-D NAME=VALUE ...] -n N | --block B [options]
  *
  * The options are the table below (dump-ptx --help prints it): each takes
  * a decimal integer of its range or one of its words; -D BLOCK, NUM_WARPS,
@@ -108,7 +108,7 @@ static bool parse_binding(void *, const CliOption *, char *, char *, size_t);
 static const CliTool tool = {
     .name = "dump-ptx",
     .usage = "dump-ptx softmax -n N [-m M] [--template auto|single|online] [options]\n"
-             "       dump-ptx --ir FILE.tj [-D NAME=VALUE ...] [-n N] [options]",
+             "       dump-ptx --ir FILE.tj [-D NAME=VALUE ...] -n N | --block B [options]",
     .about = "-D BLOCK, NUM_WARPS, ALIGN, CLUSTER and SPLIT take the ranges of --block,\n"
              "--warps, --align, --cluster and --split; other constants any int64.\n"
              "Output goes to stdout unless -o names a file; diagnostics to stderr.\n",
@@ -147,6 +147,9 @@ static bool parse_binding(void *opts, const CliOption *opt, char *text, char *wh
 
 /* What the table cannot say: options of one --emit. */
 static int check_args(const Options *o) {
+  if (o->mode == MODE_IR && o->n < 0 && !o->block)
+    return cli_usage_error(&tool, "--ir needs -n N or a BLOCK (--block B, -D BLOCK=B): without "
+                                  "them BLOCK would be next_pow2(0) = 1");
   if (o->validate && o->emit != EMIT_PTX)
     return cli_usage_error(&tool, "--validate applies to --emit ptx only");
   if (o->backend && o->emit != EMIT_PTX)
@@ -192,7 +195,7 @@ static tj_status load_program(const Options *o, tj_program **p, tj_spec_options 
   if (!text) return TJ_ERR_INVALID_ARGUMENT;
   tj_status st = tj_program_parse(text, len, p);
   free(text);
-  so->n = o->n;
+  so->n = o->n > 0 ? o->n : 0;
   so->dtype = (tj_dtype)o->dtype;
   return st;
 }
@@ -256,6 +259,7 @@ static int generate(const Options *o, tj_spec *s) {
 int main(int argc, char **argv) {
   Options o;
   memset(&o, 0, sizeof o);
+  o.n = -1; /* not given: --ir then needs a BLOCK */
   o.align = 16;
   o.arch = CG_DEFAULT_ARCH;
   int rc = cli_parse(&tool, argc, argv, &o);
