@@ -173,7 +173,7 @@ static const char *ir_file(char *path, size_t size) {
 
 /* ---- conventions ---------------------------------------------------------- */
 
-static const char *const tools[] = {"dump-ptx", "tj-softmax", "tj-bench"};
+static const char *const tools[] = {"dump-ptx", "tj-softmax", "tj-bench", "tj-run"};
 
 START_TEST(help_goes_to_stdout) {
   static Run r;
@@ -251,6 +251,85 @@ START_TEST(no_gpu_exits_3) {
   const char *const interp[] = {"tj-softmax", "--interp", "-m", "2", "-n", "8", NULL};
   expect_status(&r, interp, 0);
   assert_contains(r.out, "PASS");
+}
+END_TEST
+
+/* ---- tj-run ------------------------------------------------------------- */
+
+/* A user's log-softmax, in the text form. */
+static const char log_softmax[] =
+    "kernel log_softmax\n%y : ptr<DTYPE> = param y\n%x : ptr<DTYPE> = param x\n"
+    "%ys : i64 = param y_stride\n%xs : i64 = param x_stride\n%n : i32 = param n\n"
+    "%pid : i32 = program_id\n%row : i64 = cast %pid\n%xo : i64 = mul %row, %xs\n"
+    "%xr : ptr<DTYPE> = ptr_add %x, %xo\n%yo : i64 = mul %row, %ys\n"
+    "%yr : ptr<DTYPE> = ptr_add %y, %yo\n%i : tile<i32,BLOCK> = arange\n"
+    "%m : tile<pred,BLOCK> = lt %i, %n\n%ninf : f32 = const -inf\n"
+    "%xt : tile<DTYPE,BLOCK> = load %xr, %i, %m, %ninf\n%xf : tile<f32,BLOCK> = cast %xt\n"
+    "%mx : f32 = reduce_max %xf\n%d : tile<f32,BLOCK> = sub %xf, %mx\n"
+    "%e : tile<f32,BLOCK> = exp %d\n%s : f32 = reduce_sum %e\n%ls : f32 = log %s\n"
+    "%o : tile<f32,BLOCK> = sub %d, %ls\n%ot : tile<DTYPE,BLOCK> = cast %o\n"
+    "store %yr, %i, %ot, %m\n";
+
+/* Without a driver tj-run runs the interpreter alone and says so: the
+ * buffers it made, the scalars it passed, what was written. ALIGN follows
+ * the rows: 31 floats are 4-byte aligned, 40 bf16 16-byte. */
+START_TEST(tj_run_runs_a_users_program) {
+  static Run r;
+  char path[4096];
+  write_file("test_tools_lsm.tj", log_softmax, strlen(log_softmax), path, sizeof path);
+  const char *const plain[] = {"tj-run", path, "-m", "3", "-n", "31", "--seed", "7", NULL};
+  expect_status(&r, plain, 0);
+  assert_contains(r.err, "tj-run: no CUDA driver: ran the interpreter only");
+  assert_contains(r.out, "ALIGN=4|");
+  assert_contains(r.out, "  y: a buffer of 3 x 31, poisoned (output)\n"
+                         "  x: a buffer of 3 x 31, random (input)\n"
+                         "  y_stride = 31\n  x_stride = 31\n  n = 31\n"
+                         "interpreter: ran 3 instances\n  y: 93 of 93 elements written\n");
+  const char *const padded[] = {"tj-run",  path,     "-m",     "3",      "-n",
+                                "31",      "--stride", "40",   "--dtype", "bf16",
+                                "--interp", NULL};
+  expect_status(&r, padded, 0);
+  ck_assert_str_eq(r.err, "");
+  assert_contains(r.out, "DTYPE=bf16|BLOCK=32|NUM_WARPS=4|ALIGN=16|");
+  assert_contains(r.out, "  y: 93 of 120 elements written\n");
+  /* The softmax template works in place: x is y. */
+  const char *const softmax[] = {"tj-run", TJ_SOURCE_DIR "/templates/softmax.tj", "-m", "2",
+                                 "-n", "100", "--interp", NULL};
+  expect_status(&r, softmax, 0);
+  assert_contains(r.out, "  y: 200 of 200 elements written\n");
+  remove(path);
+}
+END_TEST
+
+START_TEST(tj_run_refuses_what_it_cannot_run) {
+  static Run r;
+  char path[4096];
+  write_file("test_tools_lsm.tj", log_softmax, strlen(log_softmax), path, sizeof path);
+  const char *const no_param[] = {"tj-run", path, "-m", "3", "-n", "31", "--arg", "k=1", NULL};
+  expect_status(&r, no_param, 2);
+  assert_contains(r.err, "tj-run: --arg k: the program has no scalar parameter of that name");
+  ck_assert_str_eq(r.out, "");
+  const char *const not_int[] = {"tj-run", path, "-m", "3", "-n", "31", "--arg", "n=1.5", NULL};
+  expect_status(&r, not_int, 2);
+  assert_contains(r.err, "--arg n takes a decimal integer from -2147483648 to 2147483647");
+  const char *const no_file[] = {"tj-run", "-m", "3", "-n", "31", NULL};
+  expect_status(&r, no_file, 2);
+  assert_contains(r.err, "tj-run: FILE.tj is required");
+  const char *const two[] = {"tj-run", path, path, "-m", "3", "-n", "31", NULL};
+  expect_status(&r, two, 2);
+  assert_contains(r.err, "unexpected argument");
+  const char *const narrow[] = {"tj-run", path, "-m", "3", "-n", "31", "--stride", "30", NULL};
+  expect_status(&r, narrow, 2);
+  assert_contains(r.err, "--stride is below N");
+  /* Reading past the buffers stops in the interpreter, with its message,
+   * after the report of what was passed. */
+  const char *const past[] = {"tj-run", path, "-m", "3", "-n", "31", "--arg", "n=40", NULL};
+  run_tool(&r, past);
+  ck_assert_int_eq(r.status, 1);
+  assert_contains(r.out, "  n = 40\n");
+  assert_contains(r.err, "lies outside the buffer of parameter x");
+  ck_assert_ptr_null(strstr(r.out, "interpreter: ran"));
+  remove(path);
 }
 END_TEST
 
@@ -553,6 +632,8 @@ static Suite *tools_suite(void) {
   tcase_add_test(c, dump_ptx_refuses_n_over_int32);
   tcase_add_test(c, define_takes_both_spellings);
   tcase_add_test(c, ir_needs_n_or_block);
+  tcase_add_test(c, tj_run_runs_a_users_program);
+  tcase_add_test(c, tj_run_refuses_what_it_cannot_run);
   tcase_add_test(c, numbers_are_decimal);
   tcase_add_test(c, tj_softmax_says_what_it_cannot_allocate);
   suite_add_tcase(s, c);

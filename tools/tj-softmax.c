@@ -25,6 +25,7 @@
  * CUDA driver or GPU.
  */
 #include "cli.h"
+#include "data.h"
 #include "tilejit.h"
 #include "runtime/runtime.h" /* the GPU path: the driver table, for events */
 
@@ -48,12 +49,7 @@ typedef struct Options {
   int64_t iters;
 } Options;
 
-typedef struct Tolerance {
-  double rtol, atol;
-} Tolerance;
-
 static const char *const dtype_names[TJ_DTYPE_COUNT + 1] = {"f32", "f16", "bf16", NULL};
-static const Tolerance tolerances[TJ_DTYPE_COUNT] = {{1.3e-6, 1e-5}, {1e-3, 1e-5}, {1.6e-2, 1e-5}};
 static const size_t dtype_sizes[TJ_DTYPE_COUNT] = {4, 2, 2};
 
 /* ---- arguments --------------------------------------------------------- */
@@ -142,41 +138,23 @@ static void host_free(Host *h) {
   free(h->times);
 }
 
-static uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+/* The dtype's element type, for data.h. */
+static tj_elem elem_of(int dtype) {
+  return dtype == TJ_DTYPE_F32 ? TJ_F32 : dtype == TJ_DTYPE_F16 ? TJ_F16 : TJ_BF16;
 }
 
-static double uniform(uint64_t *state) { return (double)(splitmix64(state) >> 11) * 0x1p-53; }
+static double get(const void *buf, tj_dtype d, int64_t i) { return data_get(buf, elem_of(d), i); }
 
-/* Box-Muller; one of the pair is enough here. */
-static double normal(uint64_t *state) {
-  double u = uniform(state), v = uniform(state);
-  return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
-}
-
-static double get(const void *buf, tj_dtype d, int64_t i) {
-  if (d == TJ_DTYPE_F32) return ((const float *)buf)[i];
-  uint16_t h = ((const uint16_t *)buf)[i];
-  return d == TJ_DTYPE_F16 ? tj_f16_to_f32(h) : tj_bf16_to_f32(h);
-}
-
-static void set(void *buf, tj_dtype d, int64_t i, double v) {
-  if (d == TJ_DTYPE_F32) ((float *)buf)[i] = (float)v;
-  else if (d == TJ_DTYPE_F16) ((uint16_t *)buf)[i] = tj_f32_to_f16((float)v);
-  else ((uint16_t *)buf)[i] = tj_f32_to_bf16((float)v);
-}
+static void set(void *buf, tj_dtype d, int64_t i, double v) { data_set(buf, elem_of(d), i, v); }
 
 /* x = 3 * normal + a row offset: up to +-1e4 in f32, +-100 in 16 bits. */
 static void fill(void *x, const Options *o) {
   uint64_t state = (uint64_t)o->seed;
   double spread = o->dtype == TJ_DTYPE_F32 ? 1e4 : 100.0;
   for (int64_t r = 0; r < o->m; r++) {
-    double offset = (2.0 * uniform(&state) - 1.0) * spread;
+    double offset = (2.0 * data_uniform(&state) - 1.0) * spread;
     for (int64_t c = 0; c < o->n; c++)
-      set(x, o->dtype, r * o->n + c, 3.0 * normal(&state) + offset);
+      set(x, o->dtype, r * o->n + c, 3.0 * data_normal(&state) + offset);
   }
 }
 
@@ -190,7 +168,7 @@ typedef struct Errors {
 /* Compares row r of y with the float64 softmax of row r of x. */
 static void check_row(const void *x, const void *y, const Options *o, int64_t r, double *ref,
                       Errors *e) {
-  Tolerance t = tolerances[o->dtype];
+  DataTolerance t = data_tolerance(elem_of(o->dtype));
   int64_t base = r * o->n;
   double m = -INFINITY, s = 0.0;
   for (int64_t c = 0; c < o->n; c++) m = fmax(m, get(x, o->dtype, base + c));
@@ -257,7 +235,7 @@ static double interpret(tj_spec *s, void *y, void *x, const Options *o, size_t b
 }
 
 static int report(const Options *o, const tj_spec *s, double run_s, const Errors *e) {
-  Tolerance t = tolerances[o->dtype];
+  DataTolerance t = data_tolerance(elem_of(o->dtype));
   int pass = e->bad == 0;
   printf("tj-softmax: interp %s M=%lld N=%lld seed=%lld\n  %s\n", dtype_names[o->dtype],
          (long long)o->m, (long long)o->n, (long long)o->seed, tj_spec_key(s));
@@ -408,7 +386,8 @@ static int gpu_run(Gpu *g, const Options *o, Host *h) {
   printf("  kernel %.2f us (median of %lld), %.1f GB/s\n", us, (long long)o->iters,
          us > 0.0 ? bytes_moved / us * 1e-3 : 0.0);
   printf("  max abs error %.3g, max error / (atol + rtol |ref|) %.3g (rtol %g, atol %g)\n",
-         e.max_abs, e.max_ratio, tolerances[o->dtype].rtol, tolerances[o->dtype].atol);
+         e.max_abs, e.max_ratio, data_tolerance(elem_of(o->dtype)).rtol,
+         data_tolerance(elem_of(o->dtype)).atol);
   printf("%s\n", e.bad == 0 ? "PASS" : "FAIL");
   return e.bad == 0 ? 0 : 1;
 }

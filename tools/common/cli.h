@@ -1,8 +1,8 @@
 /*
- * cli.h — what the tools (dump-ptx, tj-softmax, tj-bench) share on their
- * command lines: exit statuses, one table-driven argument parser on top of
- * getopt_long, and the reading and writing of files, where "-" is stdin or
- * stdout.
+ * cli.h — what the tools (dump-ptx, tj-softmax, tj-bench, tj-run) share
+ * on their command lines: exit statuses, one table-driven argument parser
+ * on top of getopt_long, and the reading and writing of files, where "-" is
+ * stdin or stdout. (data.h: the host data they share.)
  *
  * A tool describes each option in one row of a CliOption table: its names,
  * the kind of value and where in the tool's options struct it goes, its
@@ -49,6 +49,8 @@ typedef enum CliKind {
   CLI_ARCH,   /* sm_XX or XX, an arch the code generator knows, stored as int */
   CLI_TEXT,   /* non-empty text (a file: "-" for stdin or stdout), stored as const char * */
   CLI_CUSTOM, /* the tool's CliTool.custom parses it */
+  CLI_BARE,   /* a bare argument that is no CLI_WORD (tj-run FILE.tj), stored as CLI_TEXT;
+                 .name names it in messages and --help ("FILE.tj"); at most once */
 } CliKind;
 
 typedef struct CliOption {

@@ -122,6 +122,7 @@ bool cli_set(const CliTool *tool, const CliOption *opt, void *options, char *tex
     snprintf(why, why_size, "%s takes one of %s, not '%.40s'", shown, list, text);
     return false;
   case CLI_TEXT:
+  case CLI_BARE:
     if (!*text) return snprintf(why, why_size, "%s needs a non-empty %s", shown, opt->value), false;
     *(const char **)field(options, opt) = text;
     return true;
@@ -151,7 +152,7 @@ bool cli_set(const CliTool *tool, const CliOption *opt, void *options, char *tex
 static void spell(const CliOption *opt, char *out, size_t size) {
   const char *value = opt->value ? opt->value : "";
   const char *space = opt->value ? " " : "";
-  if (opt->kind == CLI_WORD)
+  if (opt->kind == CLI_WORD || opt->kind == CLI_BARE)
     snprintf(out, size, "%s", opt->name);
   else if (opt->letter && opt->name)
     snprintf(out, size, "-%c, --%s%s%s", opt->letter, opt->name, space, value);
@@ -246,7 +247,7 @@ static void build_tables(const CliTool *tool, struct option *longs, char *shorts
   for (size_t i = 0; i < tool->count; i++) {
     const CliOption *opt = &tool->options[i];
     bool valued = opt->kind != CLI_SELECT && opt->kind != CLI_FLAG && opt->kind != CLI_WORD;
-    if (opt->kind == CLI_WORD) continue;
+    if (opt->kind == CLI_WORD || opt->kind == CLI_BARE) continue;
     if (opt->name)
       longs[nl++] = (struct option){opt->name, valued ? required_argument : no_argument, NULL,
                                     ROW_ID + (int)i};
@@ -267,9 +268,12 @@ static int row_of_letter(const CliTool *tool, int letter) {
   return -1;
 }
 
-static int row_of_word(const CliTool *tool, const char *word) {
+/* The row of a bare word: its CLI_WORD, else a CLI_BARE row not yet taken. */
+static int row_of_word(const CliTool *tool, const bool *seen, const char *word) {
   for (size_t i = 0; i < tool->count; i++)
     if (tool->options[i].kind == CLI_WORD && !strcmp(tool->options[i].name, word)) return (int)i;
+  for (size_t i = 0; i < tool->count; i++)
+    if (tool->options[i].kind == CLI_BARE && !seen[i]) return (int)i;
   return -1;
 }
 
@@ -358,7 +362,7 @@ int cli_parse(const CliTool *tool, int argc, char **argv, void *options) {
   optind = 0; /* glibc: a full reset */
   for (int c, index = -1, rc; (c = getopt_long(argc, argv, shorts, longs, &index)) != -1;) {
     int row = c >= ROW_ID ? c - ROW_ID
-              : c == 1    ? row_of_word(tool, optarg)
+              : c == 1    ? row_of_word(tool, ps.seen, optarg)
                           : row_of_letter(tool, c);
     if (c == 'h' || c == HELP_ID) return print_help(tool), CLI_EXIT_OK;
     if (c == VERSION_ID) return printf("%s (tilejit) %s\n", tool->name, tj_version()), CLI_EXIT_OK;
@@ -366,12 +370,14 @@ int cli_parse(const CliTool *tool, int argc, char **argv, void *options) {
     if (c == 1 && row < 0) return cli_usage_error(tool, "unexpected argument '%.60s'", optarg);
     if (row < 0) return cli_usage_error(tool, "unknown option '-%c'", c);
     const char *spelled = spell_used(tool, row, c, spelled_long[row], spelled_short[row]);
-    if ((rc = take(&ps, row, spelled, c == 1 ? NULL : optarg)) >= 0) return rc;
+    bool bare = tool->options[row].kind == CLI_BARE;
+    if ((rc = take(&ps, row, spelled, c == 1 && !bare ? NULL : optarg)) >= 0) return rc;
   }
   for (int i = optind; i < argc; i++) { /* after "--" */
-    int row = row_of_word(tool, argv[i]), rc;
+    int row = row_of_word(tool, ps.seen, argv[i]), rc;
     if (row < 0) return cli_usage_error(tool, "unexpected argument '%.60s'", argv[i]);
-    if ((rc = take(&ps, row, tool->options[row].name, NULL)) >= 0) return rc;
+    bool bare = tool->options[row].kind == CLI_BARE;
+    if ((rc = take(&ps, row, tool->options[row].name, bare ? argv[i] : NULL)) >= 0) return rc;
   }
   return finish(&ps);
 }

@@ -1,0 +1,70 @@
+/*
+ * data.c — host data the tools share: see data.h.
+ */
+#include "data.h"
+
+#include <math.h>
+#include <string.h>
+
+uint64_t data_next(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double data_uniform(uint64_t *state) { return (double)(data_next(state) >> 11) * 0x1p-53; }
+
+/* Box-Muller; one of the pair is enough here. */
+double data_normal(uint64_t *state) {
+  double u = data_uniform(state), v = data_uniform(state);
+  return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
+}
+
+double data_get(const void *buf, tj_elem elem, int64_t i) {
+  switch (elem) {
+  case TJ_F32: return ((const float *)buf)[i];
+  case TJ_F16: return tj_f16_to_f32(((const uint16_t *)buf)[i]);
+  case TJ_BF16: return tj_bf16_to_f32(((const uint16_t *)buf)[i]);
+  case TJ_I32: return ((const int32_t *)buf)[i];
+  case TJ_I64: return (double)((const int64_t *)buf)[i];
+  default: return 0;
+  }
+}
+
+void data_set(void *buf, tj_elem elem, int64_t i, double v) {
+  switch (elem) {
+  case TJ_F32: ((float *)buf)[i] = (float)v; break;
+  case TJ_F16: ((uint16_t *)buf)[i] = tj_f32_to_f16((float)v); break;
+  case TJ_BF16: ((uint16_t *)buf)[i] = tj_f32_to_bf16((float)v); break;
+  case TJ_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+  case TJ_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+  default: break;
+  }
+}
+
+int data_elem_size(tj_elem elem) {
+  switch (elem) {
+  case TJ_F32:
+  case TJ_I32: return 4;
+  case TJ_F16:
+  case TJ_BF16: return 2;
+  case TJ_I64: return 8;
+  default: return 0;
+  }
+}
+
+DataTolerance data_tolerance(tj_elem elem) {
+  switch (elem) {
+  case TJ_F32: return (DataTolerance){1.3e-6, 1e-5};
+  case TJ_F16: return (DataTolerance){1e-3, 1e-5};
+  case TJ_BF16: return (DataTolerance){1.6e-2, 1e-5};
+  default: return (DataTolerance){0, 0};
+  }
+}
+
+bool data_close(double got, double want, DataTolerance t) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
+  if (isinf(want) || isinf(got)) return got == want;
+  return fabs(got - want) <= t.atol + t.rtol * fabs(want);
+}
