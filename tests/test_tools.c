@@ -292,7 +292,7 @@ START_TEST(tj_run_runs_a_users_program) {
   ck_assert_str_eq(r.err, "");
   assert_contains(r.out, "DTYPE=bf16|BLOCK=32|NUM_WARPS=4|ALIGN=16|");
   assert_contains(r.out, "  y: 93 of 120 elements written\n");
-  /* The softmax template works in place: x is y. */
+  /* The shipped softmax template runs the same way. */
   const char *const softmax[] = {"tj-run", TJ_SOURCE_DIR "/templates/softmax.tj", "-m", "2",
                                  "-n", "100", "--interp", NULL};
   expect_status(&r, softmax, 0);
