@@ -78,7 +78,8 @@ static bool simulate(tj_spec *s, tj_arg *args, char *why, size_t size) {
     return false;
   }
   const tj_launch_shape *shape = &info.shape;
-  size_t ws_bytes = shape->workspace_bytes ? TJ_WORKSPACE_COUNTERS + (size_t)shape->workspace_bytes : 0;
+  size_t ws_bytes =
+      shape->workspace_bytes ? TJ_WORKSPACE_COUNTERS + (size_t)shape->workspace_bytes : 0;
   void *ws = ws_bytes ? calloc(1, ws_bytes) : NULL;
   PtxsimLaunch launch = {1, shape->ctas_per_program, ws, ws_bytes, (int64_t)1 << 37};
   bool ok = (ws || !ws_bytes) && ptxsim_launch(ptx, args, 5, &launch, NULL, why, size);
@@ -114,8 +115,8 @@ int main(int argc, char **argv) {
   if (tj_specialize(p, &o, &s) != TJ_OK) return report("specialize", n, tj_program_error(p));
 
   size_t bytes = (size_t)n * 2;
-  uint16_t *x = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  uint16_t *x = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (x == MAP_FAILED) return report("mmap", n, "no 4 GiB mapping");
   tj_arg args[5] = {{TJ_ARG_PTR, {.ptr = x}, bytes},
                     {TJ_ARG_PTR, {.ptr = x}, bytes},

@@ -300,10 +300,11 @@ static int run_device(const Options *o, tj_spec *s, Param *params, int count, vo
   if (rc == 0 && (tj_launch(ctx, k, args, count, o->m, NULL) != TJ_OK ||
                   tj_context_synchronize(ctx) != TJ_OK))
     rc = device_error(ctx, "launch");
-  for (int i = 0; i < count && rc == 0; i++)
-    if (params[i].device_copy &&
-        tj_copy_to_host(ctx, params[i].device_copy, params[i].device, params[i].host.bytes) != TJ_OK)
-      rc = device_error(ctx, params[i].name);
+  for (int i = 0; i < count && rc == 0; i++) {
+    const Param *q = &params[i];
+    if (q->device_copy && tj_copy_to_host(ctx, q->device_copy, q->device, q->host.bytes) != TJ_OK)
+      rc = device_error(ctx, q->name);
+  }
   if (rc == 0) {
     tj_device_info d;
     tj_context_device_info(ctx, &d);
@@ -365,7 +366,9 @@ static int buffer_align(const Options *o, const tj_program *p) {
   for (int i = 0; i < p->ninsts; i++) {
     tj_type t = p->types[p->insts[i].result];
     if (p->insts[i].op != TJ_OP_PARAM || t.shape != TJ_POINTER) continue;
-    int size = t.elem == TJ_DTYPE ? (o->dtype == TJ_DTYPE_F32 ? 4 : 2) : data_elem_size((tj_elem)t.elem);
+    int size = t.elem != TJ_DTYPE        ? data_elem_size((tj_elem)t.elem)
+               : o->dtype == TJ_DTYPE_F32 ? 4
+                                          : 2;
     widest = size > widest ? size : widest;
   }
   while (align > widest && (o->stride * widest) % align) align /= 2;
