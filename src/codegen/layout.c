@@ -191,11 +191,11 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
   int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18);
   if (cg_multi_cta(c) || c->streamed) need += 14; /* ranks, pairs, pieces, wide addresses */
   if (loaded >= 64) need += loaded / 8;
-  for (int i = 0; i < c->nlayouts; i++)
+  for (int i = 0; i < c->nlayouts; i++) {
+    int tests = 2 + 2 * c->layouts[i].slots / c->layouts[i].vec;
     if (c->layouts[i].phased) /* its rotated base; wrap and alignment tests per vector */
-      need += 2 + 2 * c->layouts[i].slots / c->layouts[i].vec < 10
-                  ? 2 + 2 * c->layouts[i].slots / c->layouts[i].vec
-                  : 10;
+      need += tests < 10 ? tests : 10;
+  }
   const CgArch *a = cg_arch_find(c->arch);
   int threads = c->geo.threads;
   int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;

@@ -8,10 +8,9 @@
  * strides in bytes; rows of 1 KiB or more that start anywhere, but with x
  * and y at the same phase of 16 bytes, get a phased specialization, 16-byte
  * vectors from each row's own boundary; others a scalar one, never a wrong
- * vector access),
- * and a plan whose CTAs cannot be resident
- * together (module.c refuses to load such a kernel) is shrunk, cluster
- * first, then split, until they can.
+ * vector access), and a plan whose CTAs cannot be resident together
+ * (module.c refuses to load such a kernel) is shrunk, cluster first, then
+ * split, until they can.
  *
  * The hit path must cost next to nothing beyond cuLaunchKernel, so it never
  * builds the cache key: a small direct-mapped table per context maps what
