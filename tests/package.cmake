@@ -2,8 +2,12 @@
 # GPU, no driver and no Check:
 #   test_exports               libtilejit.so exports exactly the TJ_API
 #                              functions of include/tilejit.h (nm -D);
+#   test_exports_static        libtilejit.a's global symbols are the same
+#                              functions (nm -g): a static link sees nothing else;
 #   test_exports_catches_leak  the same check on a fixture library that leaks
 #                              buf_init must fail, naming it;
+#   test_exports_static_catches_leak  and on tilejit_internal, the archive of
+#                              the objects as they are (the tests' and tools');
 #   test_consumer              installs the build into a temporary prefix and
 #                              builds tests/consumer/ against it through
 #                              find_package (shared and static), pkg-config
@@ -13,6 +17,16 @@ add_test(NAME test_exports
          COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DLIBRARY=$<TARGET_FILE:tilejit>
                  -DHEADER=${PROJECT_SOURCE_DIR}/include/tilejit.h -P ${TJ_CHECK_EXPORTS})
 set_tests_properties(test_exports PROPERTIES TIMEOUT 60 LABELS cpu)
+
+add_test(NAME test_exports_static
+         COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DLIBRARY=$<TARGET_FILE:tilejit_static> -DSTATIC=1
+                 -DHEADER=${PROJECT_SOURCE_DIR}/include/tilejit.h -P ${TJ_CHECK_EXPORTS})
+set_tests_properties(test_exports_static PROPERTIES TIMEOUT 60 LABELS cpu)
+add_test(NAME test_exports_static_catches_leak
+         COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DLIBRARY=$<TARGET_FILE:tilejit_internal>
+                 -DSTATIC=1 -DHEADER=${PROJECT_SOURCE_DIR}/include/tilejit.h -P ${TJ_CHECK_EXPORTS})
+set_tests_properties(test_exports_static_catches_leak PROPERTIES TIMEOUT 60 LABELS cpu
+                     PASS_REGULAR_EXPRESSION "exports buf_init, a symbol outside the tj_ API")
 
 add_library(tj_leaky_fixture SHARED exports/leaky.c)
 set_target_properties(tj_leaky_fixture PROPERTIES C_VISIBILITY_PRESET default)

@@ -10,9 +10,9 @@
  * PTX for sm_90 and checks its entry and target. It exits 0 when all holds
  * and prints what failed otherwise.
  *
- * Built against the shared library (CONSUMER_DEFINES_BUF_INIT), it also
- * defines a buf_init of its own, the name of one of tilejit's internal
- * functions: with the library's internals hidden, tilejit never calls it.
+ * It also defines a buf_init of its own (CONSUMER_DEFINES_BUF_INIT), the
+ * name of one of tilejit's internal functions: with the library's internals
+ * hidden (shared) or local (static), it links and tilejit never calls it.
  */
 #include <tilejit.h>
 

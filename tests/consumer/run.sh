@@ -39,7 +39,7 @@ needs() { # needs ELF LIBRARY: ELF's NEEDED entries name LIBRARY
 step install "$cmake" --install "$build" --prefix "$prefix" || exit 1
 pc=$(find "$prefix" -name tilejit.pc)
 libdir=$(dirname "$(dirname "$pc")")
-for f in include/tilejit.h bin/dump-ptx bin/tj-softmax bin/tj-bench; do
+for f in include/tilejit.h bin/dump-ptx bin/tj-softmax bin/tj-bench bin/tj-run; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 for f in libtilejit.a "libtilejit.so.$version" cmake/tilejit/tilejitConfig.cmake \

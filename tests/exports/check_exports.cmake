@@ -6,7 +6,9 @@
 # The defined dynamic symbols (`nm -D --defined-only`) must all start with
 # tj_ and be declared TJ_API in HEADER, every function so declared must be
 # exported, and HEADER may declare no tj_ function without TJ_API. Each
-# symbol that breaks a rule is named on its own line.
+# symbol that breaks a rule is named on its own line. With -DSTATIC=1,
+# LIBRARY is a static archive and its global symbols (`nm -g
+# --defined-only`) are held to the same rules: what a static link sees.
 cmake_minimum_required(VERSION 3.25)
 foreach(var NM LIBRARY HEADER)
   if(NOT ${var})
@@ -14,10 +16,14 @@ foreach(var NM LIBRARY HEADER)
   endif()
 endforeach()
 
-execute_process(COMMAND ${NM} -D --defined-only ${LIBRARY}
+set(which -D)
+if(STATIC)
+  set(which -g)
+endif()
+execute_process(COMMAND ${NM} ${which} --defined-only ${LIBRARY}
                 OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "check_exports: ${NM} -D ${LIBRARY} failed: ${errors}")
+  message(FATAL_ERROR "check_exports: ${NM} ${which} ${LIBRARY} failed: ${errors}")
 endif()
 string(REGEX MATCHALL "[^\n]+" lines "${listing}")
 set(exported)
