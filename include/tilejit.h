@@ -626,6 +626,43 @@ TJ_API const char *tj_kernel_log(const tj_kernel *k);
 TJ_API tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
                            int64_t grid, void *stream);
 
+/* -------------------------------------------------------- JIT functions */
+
+/*
+ * A program bound to a context and specialized on each launch's actual
+ * arguments, as Triton's kernel[grid](args) is. A launch picks its variant:
+ *   - ALIGN: the largest of 16, 8, 4, 2 and 1 bytes that divides every
+ *     pointer argument and, for every i64 parameter that reaches an address
+ *     (a row stride), its value times the widest pointee's size;
+ *   - BLOCK: options.block, or next_pow2 of the size parameter's value.
+ * It compiles a variant on first use (through the context's kernel cache)
+ * and keeps it in the function's own table, so a later launch of it costs a
+ * look-up and tj_launch. Pointers must be aligned to their element size.
+ * Launches may come from several threads. Destroy a function before its
+ * context. Failures leave their message on the context (tj_context_error).
+ */
+typedef struct tj_function tj_function;
+
+typedef struct tj_function_options {
+  tj_dtype dtype;             /* binds DTYPE */
+  int num_warps;              /* 0 = tj_default_num_warps(BLOCK, dtype) */
+  int64_t block;              /* BLOCK; 0 = next_pow2 of size_param's value at each launch */
+  const char *size_param;     /* an i32 or i64 parameter (with block 0), e.g. "n" */
+  const tj_binding *bindings; /* the program's own constants (copied) */
+  int binding_count;
+  tj_backend backend;
+} tj_function_options;
+
+/* p is copied: it may be destroyed or changed afterwards. */
+TJ_API tj_status tj_function_create(tj_context *ctx, const tj_program *p,
+                                    const tj_function_options *options, tj_function **out);
+TJ_API void tj_function_destroy(tj_function *f);
+/* Launches grid program instances with args in parameter order on stream. */
+TJ_API tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int64_t grid,
+                                    void *stream);
+/* The variants compiled so far. */
+TJ_API int tj_function_variants(tj_function *f);
+
 /* y = softmax(x) over each row of the m x n row-major matrices x and y of
  * dtype, with row strides in elements (>= n when m > 1), on stream, as
  * tj_softmax_plan_for plans it for the context's device. y == x

@@ -55,7 +55,8 @@
  * yet, with the codegen/JIT split from the cache stats; the same through
  * NVRTC; and the host time per launch on a cache hit (M = 1, N = 32, 10000
  * calls without synchronization) beside tj_launch and a raw cuLaunchKernel
- * of the same kernel.
+ * of the same kernel, and tj_function_launch of the template as a JIT
+ * function (the variant compiled).
  *
  * Exit status (tools/common/cli.h): 0 success; 1 a correctness check
  * failed, or a library or driver error; 2 a usage error; 3 no CUDA driver
@@ -915,6 +916,7 @@ static int launch_rate(Bench *b, Enqueue op, void *arg, Rate *out) {
 /* The softmax kernel for M = 1, N = 32, through tj_launch and raw. */
 typedef struct Launch {
   tj_kernel *kernel;
+  tj_function *function; /* the softmax template as a JIT function, BLOCK from n */
   tj_arg args[5];
   uint64_t slots[6];
   void *params[6];
@@ -923,6 +925,11 @@ typedef struct Launch {
 static tj_status enqueue_tj_launch(Bench *b, void *arg) {
   Launch *l = arg;
   return check_tj(b, "tj_launch", tj_launch(b->ctx, l->kernel, l->args, 5, 1, NULL));
+}
+
+static tj_status enqueue_function(Bench *b, void *arg) {
+  Launch *l = arg;
+  return check_tj(b, "tj_function_launch", tj_function_launch(l->function, l->args, 5, 1, NULL));
 }
 
 static tj_status enqueue_raw(Bench *b, void *arg) {
@@ -949,6 +956,11 @@ static tj_status launch_setup(Bench *b, const Case *c, Launch *l) {
   tj_spec_destroy(s);
   tj_program_destroy(p);
   if (st != TJ_OK || l->kernel->param_count != 6) return st ? st : TJ_ERR_UNSUPPORTED;
+  tj_function_options fo = {.dtype = c->dtype, .num_warps = o.num_warps, .size_param = "n"};
+  if ((st = tj_softmax_program(TJ_SOFTMAX_SINGLE, c->n, &p)) == TJ_OK)
+    st = check_tj(b, "tj_function_create", tj_function_create(b->ctx, p, &fo, &l->function));
+  tj_program_destroy(p);
+  if (st != TJ_OK) return st;
   int64_t values[5] = {(int64_t)c->y, (int64_t)c->x, c->n, c->n, c->n};
   uint32_t n32 = (uint32_t)c->n;
   memset(l->slots, 0, sizeof l->slots);
@@ -973,22 +985,25 @@ static void print_rate(Bench *b, const char *what, const char *metric, const Rat
 /* Host time per launch on a cache hit: tj_softmax, tj_launch, cuLaunchKernel. */
 static int latency_launch(Bench *b) {
   Case c = {1, 32, TJ_DTYPE_F32, TJ_BACKEND_PTX, 0, 0, 0, NULL, 0, 0};
-  Launch l;
-  Rate r[3];
+  Launch l = {0};
+  Rate r[4];
   Check k;
   int rc = case_open(b, &c) != TJ_OK || check_case(b, &c, &k) != TJ_OK;
   if (!rc && !k.pass) fprintf(stderr, "tj-bench: M=1 N=32 softmax FAILED its check\n");
   rc = rc || !k.pass || launch_rate(b, enqueue_softmax, &c, &r[0]) ||
        launch_setup(b, &c, &l) != TJ_OK || launch_rate(b, enqueue_tj_launch, &l, &r[1]) ||
-       launch_rate(b, enqueue_raw, &l, &r[2]);
+       launch_rate(b, enqueue_raw, &l, &r[2]) || launch_rate(b, enqueue_function, &l, &r[3]);
   if (!rc) {
     printf("host time per launch, M=1 N=32 f32, %d calls without synchronization:\n", LAUNCHES);
     print_rate(b, "  tj_softmax (cache hit)", "launch_tj_softmax_us", &r[0], true);
     print_rate(b, "  tj_launch of the same kernel", "launch_tj_launch_us", &r[1], false);
     print_rate(b, "  cuLaunchKernel of the same kernel", "launch_raw_us", &r[2], false);
+    print_rate(b, "  tj_function_launch (a compiled variant)", "launch_function_us", &r[3],
+               true);
     printf("  tilejit adds %.2f us per tj_softmax call over a raw cuLaunchKernel\n",
            r[0].mean_us - r[2].mean_us);
   }
+  tj_function_destroy(l.function);
   case_close(b, &c);
   return rc;
 }

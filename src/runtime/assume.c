@@ -42,19 +42,22 @@ static void mark_address_inputs(const tj_program *p, uint8_t *feeds) {
   }
 }
 
-void rt_assume_from_spec(const tj_spec *s, RtAssume *out) {
-  const tj_program *p = s->prog;
-  memset(out, 0, sizeof *out);
-  out->align = s->align;
+int rt_widest_pointee(const tj_program *p, tj_dtype dtype) {
   int widest = 0;
   for (int i = 0; i < p->ninsts; i++) {
     const IrInst *in = &p->insts[i];
     tj_type t = in->result != IR_NONE ? p->types[in->result] : (tj_type){0};
-    if (in->op == TJ_OP_PARAM && t.shape == TJ_POINTER) {
-      int size = cg_elem_size((tj_elem)t.elem);
-      if (size > widest) widest = size;
-    }
+    if (in->op != TJ_OP_PARAM || t.shape != TJ_POINTER) continue;
+    int size = t.elem == TJ_DTYPE ? ir_dtype_size(dtype) : cg_elem_size((tj_elem)t.elem);
+    if (size > widest) widest = size;
   }
+  return widest;
+}
+
+void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out) {
+  memset(out, 0, sizeof *out);
+  out->align = align;
+  int widest = rt_widest_pointee(p, dtype);
   uint8_t *feeds = tj_alloc((size_t)p->nvalues + 1);
   if (!feeds) return; /* no checks rather than a failed compile */
   mark_address_inputs(p, feeds);
@@ -64,14 +67,18 @@ void rt_assume_from_spec(const tj_spec *s, RtAssume *out) {
     if (in->op != TJ_OP_PARAM || at < 0 || at >= RT_MAX_PARAMS) continue;
     tj_type t = p->types[in->result];
     uint32_t multiple = 1;
-    if (t.shape == TJ_POINTER) multiple = (uint32_t)s->align;
+    if (t.shape == TJ_POINTER) multiple = (uint32_t)align;
     if (t.shape == TJ_SCALAR && t.elem == TJ_I64 && feeds[in->result] && widest)
-      multiple = (uint32_t)(s->align / widest > 1 ? s->align / widest : 1);
+      multiple = (uint32_t)(align / widest > 1 ? align / widest : 1);
     out->mask[at] = multiple - 1;
     out->is_pointer[at] = t.shape == TJ_POINTER;
     snprintf(out->names[at], sizeof out->names[at], "%s", p->params[at]);
   }
   tj_free(feeds);
+}
+
+void rt_assume_from_spec(const tj_spec *s, RtAssume *out) {
+  rt_assume_of(s->prog, s->dtype, s->align, out);
 }
 
 tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char *why,

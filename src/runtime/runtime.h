@@ -287,10 +287,48 @@ typedef struct RtAssume {
 } RtAssume;
 
 void rt_assume_from_spec(const tj_spec *s, RtAssume *out);
+/* The same for a program (DTYPE pointees as dtype) at align bytes. */
+void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out);
+/* The widest pointee of p's pointer parameters in bytes (DTYPE as dtype). */
+int rt_widest_pointee(const tj_program *p, tj_dtype dtype);
 /* TJ_OK, or TJ_ERR_INVALID_ARGUMENT with the argument and the assumption
  * it breaks in why. */
 tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char *why,
                           size_t size);
+
+/* ---------------------------------------------------------- function.c */
+
+#define RT_FUNCTION_VARIANTS 32
+
+typedef struct RtVariant {
+  int align;
+  int64_t block;
+  tj_kernel *kernel;
+} RtVariant;
+
+struct tj_function {
+  tj_context *ctx; /* NULL: tests of the selection only */
+  tj_program *prog; /* the caller's program, copied */
+  tj_function_options options; /* bindings and size_param point into copies: */
+  tj_binding *bindings;
+  char **names;     /* the bindings' names */
+  char *size_name;
+  int size_param; /* parameter index, or -1 */
+  int widest;     /* the widest pointee (bytes) */
+  int param_elem[RT_MAX_PARAMS]; /* pointers: the pointee's size; -1 for scalars */
+  RtAssume assume; /* at ALIGN 16: the parameters ALIGN constrains */
+  pthread_mutex_t lock;
+  RtVariant variants[RT_FUNCTION_VARIANTS];
+  int nvariants;
+};
+
+/* tj_function_create without the context check (ctx may be NULL). */
+tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_function_options *o,
+                          tj_function **out, char *why, size_t size);
+/* The variant args select; TJ_ERR_INVALID_ARGUMENT with why when they are
+ * wrong for the program. */
+tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count, int *align,
+                             int64_t *block, char *why, size_t size);
 
 struct tj_kernel {
   tj_context *ctx;

@@ -1,0 +1,230 @@
+/*
+ * function.c — JIT functions (tilejit.h): a program specialized on each
+ * launch's actual arguments.
+ *
+ * What a launch selects is what changes the code: ALIGN, from the pointers
+ * and the i64 parameters that reach an address (assume.c finds them, as it
+ * does for tj_launch's checks), and BLOCK, from the size parameter. The
+ * variants compiled so far sit in a small table behind one mutex; a miss
+ * specializes the program and goes through tj_compile (the context's kernel
+ * cache) under that mutex, so each variant compiles once. A full table
+ * still launches, through the kernel cache, without keeping the variant.
+ * tj_launch then checks the arguments against the variant's assumptions,
+ * which hold by construction.
+ */
+#include "codegen/codegen.h" /* cg_elem_size */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------- creation */
+
+static int param_index(const tj_program *p, const char *name) {
+  for (int i = 0; i < p->nparams; i++)
+    if (!strcmp(p->params[i], name)) return i;
+  return -1;
+}
+
+static tj_type param_type(const tj_program *p, int index) {
+  for (int i = 0; i < p->ninsts; i++)
+    if (p->insts[i].op == TJ_OP_PARAM && p->insts[i].iimm == index)
+      return p->types[p->insts[i].result];
+  return (tj_type){0};
+}
+
+static void destroy(tj_function *f) {
+  if (!f) return;
+  for (int i = 0; f->names && i < f->options.binding_count; i++) tj_free(f->names[i]);
+  tj_free(f->names);
+  tj_free(f->bindings);
+  tj_free(f->size_name);
+  if (f->prog) ir_program_free(f->prog);
+  pthread_mutex_destroy(&f->lock);
+  tj_free(f);
+}
+
+/* Copies of the options' strings, so that the caller's may go. */
+static bool copy_options(tj_function *f, const tj_function_options *o) {
+  f->options = *o;
+  f->options.bindings = NULL;
+  f->options.size_param = NULL;
+  f->options.binding_count = 0;
+  if (o->size_param && !(f->size_name = tj_strdup(o->size_param))) return false;
+  f->options.size_param = f->size_name;
+  if (o->binding_count <= 0) return true;
+  if (!(f->bindings = tj_alloc(sizeof *f->bindings * (size_t)o->binding_count)) ||
+      !(f->names = tj_alloc(sizeof *f->names * (size_t)o->binding_count)))
+    return false;
+  for (int i = 0; i < o->binding_count; i++) {
+    f->options.binding_count = i + 1;
+    if (!o->bindings[i].name || !(f->names[i] = tj_strdup(o->bindings[i].name))) return false;
+    f->bindings[i] = (tj_binding){f->names[i], o->bindings[i].value};
+  }
+  f->options.bindings = f->bindings;
+  return true;
+}
+
+static tj_status bad(char *why, size_t size, tj_status st, const char *text) {
+  snprintf(why, size, "%s", text);
+  return st;
+}
+
+tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_function_options *o,
+                          tj_function **out, char *why, size_t size) {
+  *out = NULL;
+  if (!p || !o) return bad(why, size, TJ_ERR_INVALID_ARGUMENT, "program or options NULL");
+  if ((unsigned)o->dtype >= TJ_DTYPE_COUNT || (unsigned)o->backend >= TJ_BACKEND_COUNT ||
+      o->num_warps < 0 || o->block < 0 || o->binding_count < 0 ||
+      (o->binding_count > 0 && !o->bindings))
+    return bad(why, size, TJ_ERR_INVALID_ARGUMENT,
+               "options: unknown dtype or backend, negative warps, block or bindings");
+  if (!o->block && !o->size_param)
+    return bad(why, size, TJ_ERR_INVALID_ARGUMENT, "options: give block or size_param");
+  for (int i = 0; i < o->binding_count; i++)
+    if (!o->bindings[i].name)
+      return bad(why, size, TJ_ERR_INVALID_ARGUMENT, "options: a binding without a name");
+  if (p->nparams > RT_MAX_PARAMS)
+    return bad(why, size, TJ_ERR_UNSUPPORTED, "the program has more than 64 parameters");
+  tj_function *f = tj_alloc(sizeof *f);
+  if (!f) return bad(why, size, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  pthread_mutex_init(&f->lock, NULL);
+  f->ctx = ctx;
+  f->size_param = -1;
+  if (!(f->prog = ir_program_copy(p)) || !copy_options(f, o)) {
+    destroy(f);
+    return bad(why, size, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  if (!o->block) {
+    f->size_param = param_index(f->prog, o->size_param);
+    tj_type t = f->size_param >= 0 ? param_type(f->prog, f->size_param) : (tj_type){0};
+    if (f->size_param < 0 || t.shape != TJ_SCALAR || (t.elem != TJ_I32 && t.elem != TJ_I64)) {
+      snprintf(why, size, "options: size_param '%.40s' is no i32 or i64 parameter of %s",
+               o->size_param, f->prog->name);
+      destroy(f);
+      return TJ_ERR_INVALID_ARGUMENT;
+    }
+  }
+  f->widest = rt_widest_pointee(f->prog, o->dtype);
+  rt_assume_of(f->prog, o->dtype, 16, &f->assume);
+  for (int i = 0; i < f->prog->nparams; i++) {
+    tj_type t = param_type(f->prog, i);
+    f->param_elem[i] = t.shape != TJ_POINTER ? -1
+                       : t.elem == TJ_DTYPE  ? ir_dtype_size(o->dtype)
+                                             : cg_elem_size((tj_elem)t.elem);
+  }
+  *out = f;
+  return TJ_OK;
+}
+
+tj_status tj_function_create(tj_context *ctx, const tj_program *p,
+                             const tj_function_options *options, tj_function **out) {
+  if (out) *out = NULL;
+  if (!ctx) return rt_fail_no_handle("tj_function_create", "context");
+  if (!out) return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_function_create: out is NULL");
+  char why[256];
+  tj_status st = rt_function_new(ctx, p, options, out, why, sizeof why);
+  return st == TJ_OK ? TJ_OK : rt_fail(ctx, st, "tj_function_create: %s", why);
+}
+
+void tj_function_destroy(tj_function *f) { destroy(f); }
+
+int tj_function_variants(tj_function *f) {
+  if (!f) return 0;
+  pthread_mutex_lock(&f->lock);
+  int n = f->nvariants;
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
+/* --------------------------------------------------------- selection */
+
+static int low_bit(uint64_t v) { return (int)((v | 16u) & (~(v | 16u) + 1)); }
+
+tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count, int *align,
+                             int64_t *block, char *why, size_t size) {
+  const tj_program *p = f->prog;
+  if (count != p->nparams || (count > 0 && !args)) {
+    snprintf(why, size, "%s takes %d arguments, got %d", p->name, p->nparams, count);
+    return TJ_ERR_INVALID_ARGUMENT;
+  }
+  *align = 16;
+  for (int i = 0; i < count; i++) {
+    bool pointer = f->param_elem[i] > 0;
+    uint64_t v = args[i].kind == TJ_ARG_PTR ? (uint64_t)(uintptr_t)args[i].u.ptr
+                                            : (uint64_t)args[i].u.i;
+    if (pointer && args[i].kind == TJ_ARG_FLOAT) {
+      snprintf(why, size, "argument %d (%s) is a pointer, not a float", i, p->params[i]);
+      return TJ_ERR_INVALID_ARGUMENT;
+    }
+    if (pointer && (v % (uint64_t)f->param_elem[i]) != 0) {
+      snprintf(why, size, "argument %d (%s) = %#llx is not aligned to its %d-byte elements", i,
+               p->params[i], (unsigned long long)v, f->param_elem[i]);
+      return TJ_ERR_INVALID_ARGUMENT;
+    }
+    if (pointer && low_bit(v) < *align) *align = low_bit(v);
+    if (!pointer && f->assume.mask[i] && args[i].kind == TJ_ARG_INT &&
+        low_bit(v * (uint64_t)f->widest) < *align)
+      *align = low_bit(v * (uint64_t)f->widest);
+  }
+  *block = f->options.block;
+  if (f->size_param < 0) return TJ_OK;
+  const tj_arg *s = &args[f->size_param];
+  if (s->kind != TJ_ARG_INT) {
+    snprintf(why, size, "argument %d (%s) gives BLOCK: an integer", f->size_param,
+             p->params[f->size_param]);
+    return TJ_ERR_INVALID_ARGUMENT;
+  }
+  if (s->u.i > IR_MAX_TILE) {
+    snprintf(why, size, "argument %d (%s) = %lld needs a BLOCK over 2^30, the largest tile",
+             f->size_param, p->params[f->size_param], (long long)s->u.i);
+    return TJ_ERR_INVALID_ARGUMENT;
+  }
+  *block = tj_next_pow2(s->u.i);
+  return TJ_OK;
+}
+
+/* ------------------------------------------------------------ launch */
+
+static tj_kernel *find(tj_function *f, int align, int64_t block) {
+  for (int i = 0; i < f->nvariants; i++)
+    if (f->variants[i].align == align && f->variants[i].block == block)
+      return f->variants[i].kernel;
+  return NULL;
+}
+
+/* The variant's kernel, compiled now if it is new; f->lock held. */
+static tj_status compile(tj_function *f, int align, int64_t block, tj_kernel **out) {
+  tj_spec_options o = {.n = block,
+                       .block = block,
+                       .num_warps = f->options.num_warps,
+                       .dtype = f->options.dtype,
+                       .align = align,
+                       .bindings = f->options.bindings,
+                       .binding_count = f->options.binding_count};
+  tj_spec *s = NULL;
+  tj_status st = tj_specialize(f->prog, &o, &s);
+  if (st != TJ_OK)
+    return rt_fail(f->ctx, st, "tj_function_launch: %s (ALIGN %d, BLOCK %lld): %s",
+                   f->prog->name, align, (long long)block, tj_program_error(f->prog));
+  st = tj_compile(f->ctx, s, f->options.backend, out);
+  tj_spec_destroy(s);
+  if (st != TJ_OK || f->nvariants == RT_FUNCTION_VARIANTS) return st;
+  f->variants[f->nvariants++] = (RtVariant){align, block, *out};
+  return TJ_OK;
+}
+
+tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int64_t grid,
+                             void *stream) {
+  if (!f) return rt_fail_no_handle("tj_function_launch", "function");
+  char why[256];
+  int align;
+  int64_t block;
+  tj_status st = rt_function_select(f, args, count, &align, &block, why, sizeof why);
+  if (st != TJ_OK) return rt_fail(f->ctx, st, "tj_function_launch: %s", why);
+  pthread_mutex_lock(&f->lock);
+  tj_kernel *k = find(f, align, block);
+  if (!k) st = compile(f, align, block, &k);
+  pthread_mutex_unlock(&f->lock);
+  return st == TJ_OK ? tj_launch(f->ctx, k, args, count, grid, stream) : st;
+}

@@ -1,0 +1,210 @@
+/*
+ * test_function.c — JIT functions (runtime/function.c) without a GPU: the
+ * variant a launch's arguments select (ALIGN from the pointers and the i64
+ * parameters that reach an address, BLOCK from the size parameter), the
+ * arguments refused, the options refused, and a selected variant run end to
+ * end on the PTX simulator at its alignment against the interpreter. The
+ * launch itself is gpu_function.c's.
+ */
+#include "runtime/runtime.h"
+#include "support.h"
+#include "support_logsoftmax.h"
+#include "support_ptxsim.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The embedding scenario's log-softmax (y, x, stride, n, tag) as a
+ * function whose BLOCK follows n; the program is gone once it exists. */
+static tj_function *function_of(tj_dtype dtype) {
+  tj_program *p;
+  ck_assert(tj_program_parse(logsoftmax_text, strlen(logsoftmax_text), &p) == TJ_OK);
+  tj_function_options o = {.dtype = dtype, .size_param = "n"};
+  tj_function *f;
+  char why[256];
+  ck_assert_msg(rt_function_new(NULL, p, &o, &f, why, sizeof why) == TJ_OK, "%s", why);
+  tj_program_destroy(p);
+  return f;
+}
+
+static void args_of(tj_arg *a, uint64_t y, uint64_t x, int64_t stride, int64_t n, int64_t tag) {
+  a[0] = (tj_arg){TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)y}, 0};
+  a[1] = (tj_arg){TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)x}, 0};
+  a[2] = (tj_arg){TJ_ARG_INT, {.i = stride}, 0};
+  a[3] = (tj_arg){TJ_ARG_INT, {.i = n}, 0};
+  a[4] = (tj_arg){TJ_ARG_INT, {.i = tag}, 0};
+}
+
+/* ALIGN and BLOCK of a launch, or -1 and the message. */
+static int select_of(const tj_function *f, uint64_t y, uint64_t x, int64_t stride, int64_t n,
+                     int64_t *block, char *why) {
+  tj_arg a[5];
+  int align;
+  args_of(a, y, x, stride, n, 7);
+  why[0] = '\0';
+  if (rt_function_select(f, a, 5, &align, block, why, 256) != TJ_OK) return -1;
+  return align;
+}
+
+START_TEST(arguments_select_the_variant) {
+  tj_function *f = function_of(TJ_DTYPE_F32);
+  char why[256];
+  int64_t block;
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 32, 32, &block, why), 16);
+  ck_assert_int_eq(block, 32);
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 31, 31, &block, why), 4); /* 124-byte rows */
+  ck_assert_int_eq(block, 32);
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 2, 1000, &block, why), 8);
+  ck_assert_int_eq(block, 1024);
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2004, 32, 32, &block, why), 4); /* x one float on */
+  ck_assert_int_eq(select_of(f, 0x1008, 0x2000, 32, 32, &block, why), 8);
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, -32, 0, &block, why), 16); /* rows backwards */
+  ck_assert_int_eq(block, 1);
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 32, 1 << 30, &block, why), 16);
+  ck_assert_int_eq(block, 1 << 30);
+  /* tag is an i64 that reaches no address: it changes nothing. */
+  tj_arg a[5];
+  int align;
+  args_of(a, 0x1000, 0x2000, 32, 32, 31);
+  ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) == TJ_OK);
+  ck_assert_int_eq(align, 16);
+  tj_function_destroy(f);
+  /* In f16 a row of 31 elements is 62 bytes: 2-byte aligned. */
+  f = function_of(TJ_DTYPE_F16);
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 31, 31, &block, why), 4);
+  tj_function_destroy(f);
+}
+END_TEST
+
+START_TEST(wrong_arguments_are_refused) {
+  tj_function *f = function_of(TJ_DTYPE_F32);
+  char why[256];
+  int64_t block;
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2002, 32, 32, &block, why), -1);
+  ck_assert_str_eq(why, "argument 1 (x) = 0x2002 is not aligned to its 4-byte elements");
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 32, (1 << 30) + 1, &block, why), -1);
+  ck_assert_str_eq(why, "argument 3 (n) = 1073741825 needs a BLOCK over 2^30, the largest tile");
+  tj_arg a[5];
+  int align;
+  args_of(a, 0x1000, 0x2000, 32, 32, 7);
+  ck_assert(rt_function_select(f, a, 4, &align, &block, why, sizeof why) != TJ_OK);
+  ck_assert_str_eq(why, "user_log_softmax takes 5 arguments, got 4");
+  a[3] = (tj_arg){TJ_ARG_FLOAT, {.f = 32.0}, 0};
+  ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) != TJ_OK);
+  ck_assert_str_eq(why, "argument 3 (n) gives BLOCK: an integer");
+  a[3] = (tj_arg){TJ_ARG_INT, {.i = 32}, 0};
+  a[1] = (tj_arg){TJ_ARG_FLOAT, {.f = 1.0}, 0};
+  ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) != TJ_OK);
+  ck_assert_str_eq(why, "argument 1 (x) is a pointer, not a float");
+  tj_function_destroy(f);
+  /* No context, no function; no function, no launch. */
+  tj_program *p;
+  ck_assert(tj_program_parse(logsoftmax_text, strlen(logsoftmax_text), &p) == TJ_OK);
+  tj_function_options o = {.size_param = "n"};
+  ck_assert(tj_function_create(NULL, p, &o, &f) != TJ_OK);
+  ck_assert_ptr_null(f);
+  ck_assert(tj_function_launch(NULL, a, 5, 1, NULL) != TJ_OK);
+  ck_assert_int_eq(tj_function_variants(NULL), 0);
+  tj_function_destroy(NULL);
+  tj_program_destroy(p);
+}
+END_TEST
+
+START_TEST(wrong_options_are_refused) {
+  tj_program *p;
+  tj_function *f;
+  char why[256];
+  ck_assert(tj_program_parse(logsoftmax_text, strlen(logsoftmax_text), &p) == TJ_OK);
+  static const struct {
+    tj_function_options o;
+    const char *message;
+  } bad[] = {
+      {{.size_param = NULL}, "options: give block or size_param"},
+      {{.size_param = "m"},
+       "options: size_param 'm' is no i32 or i64 parameter of user_log_softmax"},
+      {{.size_param = "x"},
+       "options: size_param 'x' is no i32 or i64 parameter of user_log_softmax"},
+      {{.block = 64, .dtype = TJ_DTYPE_COUNT},
+       "options: unknown dtype or backend, negative warps, block or bindings"},
+      {{.block = 64, .binding_count = 1}, "options: unknown dtype or backend, negative warps, "
+                                          "block or bindings"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert(rt_function_new(NULL, p, &bad[i].o, &f, why, sizeof why) != TJ_OK);
+    ck_assert_ptr_null(f);
+    ck_assert_str_eq(why, bad[i].message);
+  }
+  /* A fixed BLOCK needs no size parameter; n then only masks. */
+  tj_function_options fixed = {.block = 64};
+  ck_assert(rt_function_new(NULL, p, &fixed, &f, why, sizeof why) == TJ_OK);
+  tj_arg a[5];
+  int align;
+  int64_t block;
+  args_of(a, 0x1000, 0x2000, 32, 1000, 7);
+  ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) == TJ_OK);
+  ck_assert_int_eq(block, 64);
+  tj_function_destroy(f);
+  tj_program_destroy(p);
+}
+END_TEST
+
+/* The variant rows of 31 floats with x one element past a 16-byte line
+ * select (ALIGN 4), specialized as the launch would and run on the PTX
+ * simulator over buffers at exactly those addresses: the same values as
+ * the interpreter's, every element written. */
+START_TEST(a_selected_variant_runs_right) {
+  enum { ROWS = 5, N = 31 };
+  tj_function *f = function_of(TJ_DTYPE_F32);
+  float *xbuf = aligned_alloc(16, 16 * 64), *y = aligned_alloc(16, 16 * 64),
+        *want = aligned_alloc(16, 16 * 64), *x = xbuf + 1;
+  ck_assert(xbuf && y && want);
+  TjRng rng;
+  rng_seed(&rng, test_seed(31, 4, 1));
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)(rng_normal(&rng) * 3.0);
+  for (int i = 0; i < ROWS * N; i++) y[i] = want[i] = NAN;
+  tj_arg a[5];
+  args_of(a, (uint64_t)(uintptr_t)y, (uint64_t)(uintptr_t)x, N, N, 7);
+  a[0].bytes = a[1].bytes = ROWS * N * sizeof(float);
+  int align;
+  int64_t block;
+  char why[1024];
+  ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) == TJ_OK);
+  ck_assert_int_eq(align, 4);
+  ck_assert_int_eq(block, 32);
+  tj_spec_options o = {.n = block, .block = block, .dtype = TJ_DTYPE_F32, .align = align};
+  tj_spec *s;
+  ck_assert(tj_specialize(f->prog, &o, &s) == TJ_OK);
+  tj_codegen_options co = {90, 0, 0};
+  char *ptx;
+  ck_assert(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK);
+  ck_assert_msg(ptxsim_run(ptx, a, 5, ROWS, 2, why, sizeof why), "%s", why);
+  a[0].u.ptr = want;
+  ck_assert(tj_interpret(s, a, 5, ROWS) == TJ_OK);
+  TjTolerance t = dtype_tolerance(TJ_DTYPE_F32);
+  for (int i = 0; i < ROWS * N; i++)
+    ck_assert_msg(close_enough(y[i], want[i], t), "y[%d] = %g, want %g", i, y[i], want[i]);
+  tj_free(ptx);
+  tj_spec_destroy(s);
+  tj_function_destroy(f);
+  free(xbuf);
+  free(y);
+  free(want);
+}
+END_TEST
+
+Suite *suite(void) {
+  Suite *s = suite_create("function");
+  TCase *t = tcase_create("select");
+  tcase_add_test(t, arguments_select_the_variant);
+  tcase_add_test(t, wrong_arguments_are_refused);
+  tcase_add_test(t, wrong_options_are_refused);
+  tcase_add_test(t, a_selected_variant_runs_right);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  return test_run_suite(suite());
+}
