@@ -17,6 +17,8 @@
  *   kernel_image.c   PTX -> cubin (cuLink*), a kernel's blob on disk
  *   dump.c           TILEJIT_DUMP: IR, PTX and JIT log of each compile
  *   launch.c         argument packing, grid sizing, workspaces, tj_launch
+ *   assume.c         what a spec assumed of its arguments; tj_launch's check
+ *   function.c       JIT functions: variants selected by the arguments
  *   softmax_plan.c   the softmax strategy (public: tj_softmax_plan_for)
  *   softmax_launch.c tj_softmax: checks, the launch fast path
  */
