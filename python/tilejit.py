@@ -31,6 +31,12 @@ first use. For torch tensors it is created for the tensor's device, which
 attaches to the context torch made current there or retains that device's
 primary context: the one torch uses, so both share memory and streams.
 
+Your own programs, in the text form, run through Function, specialized on
+each launch's arguments (tj_function), Triton's kernel[grid](args):
+
+    f = tilejit.Function(open("log_softmax.tj").read(), "f32", size_param="n")
+    f[x.shape[0]](y, x, x.stride(0), x.shape[1])    # one program instance a row
+
 dump_ptx() works without a GPU: it prints the PTX (or CUDA C) tilejit
 generates for a softmax specialization.
 """
@@ -47,7 +53,7 @@ import sysconfig
 import threading
 
 __all__ = [
-    "Error", "Status", "DeviceArray", "softmax", "dump_ptx", "version", "cache_stats",
+    "Error", "Status", "DeviceArray", "Function", "softmax", "dump_ptx", "version", "cache_stats",
     "device_info", "synchronize", "library_path",
 ]
 
@@ -148,6 +154,24 @@ class _CodegenOptions(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_int), ("ptx_version", ctypes.c_int), ("annotate", ctypes.c_int)]
 
 
+class _Binding(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_int64)]
+
+
+class _FunctionOptions(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("num_warps", ctypes.c_int), ("block", ctypes.c_int64),
+                ("size_param", ctypes.c_char_p), ("bindings", ctypes.POINTER(_Binding)),
+                ("binding_count", ctypes.c_int), ("backend", ctypes.c_int)]
+
+
+class _ArgValue(ctypes.Union):
+    _fields_ = [("ptr", ctypes.c_void_p), ("i", ctypes.c_int64), ("f", ctypes.c_double)]
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("u", _ArgValue), ("bytes", ctypes.c_size_t)]
+
+
 # ------------------------------------------------------ finding the library
 
 
@@ -239,6 +263,11 @@ _PROTOTYPES = {
     "tj_copy_to_device": (_I, [_VP, _U64, _VP, ctypes.c_size_t]),
     "tj_copy_to_host": (_I, [_VP, _VP, _U64, ctypes.c_size_t]),
     "tj_softmax": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _VP, _P(_SoftmaxOptions)]),
+    "tj_program_parse": (_I, [ctypes.c_char_p, ctypes.c_size_t, _P(_VP)]),
+    "tj_function_create": (_I, [_VP, _VP, _P(_FunctionOptions), _P(_VP)]),
+    "tj_function_destroy": (None, [_VP]),
+    "tj_function_launch": (_I, [_VP, _P(_Arg), _I, _I64, _VP]),
+    "tj_function_variants": (_I, [_VP]),
 }
 
 
@@ -747,6 +776,125 @@ def _prepared_softmax(x, out):
     args = (ctx, dtype, m, n, _arg(out.data_ptr()), y_stride, _arg(x.data_ptr()), x_stride,
             _arg(_raw_stream(device)), options)
     return lambda: _tj_softmax_raw(*args)
+
+
+# --------------------------------------------------------------- Function
+
+_ARG_PTR, _ARG_INT, _ARG_FLOAT = 0, 1, 2
+
+
+class Function:
+    """A program in the text form bound to a device's context and specialized
+    on each launch's arguments (tj_function): ALIGN from the pointers and
+    row strides given, BLOCK from the size parameter's value (size_param)
+    or fixed (block). Each variant compiles once.
+
+    dtype binds DTYPE; constants ({"NAME": int}) bind the program's own
+    constants; num_warps 0 is tilejit's choice; backend "ptx" or "nvrtc".
+    Launch with f[grid](*args, stream=None) or f.launch(grid, *args,
+    stream=None): args in parameter order, each a torch tensor or an object
+    with __cuda_array_interface__ (a pointer), an int or a float. The stream
+    is by default torch's current one when an argument is a torch tensor,
+    else the first interface's 'stream', else the legacy default stream.
+    """
+
+    def __init__(self, text, dtype="f32", *, size_param=None, block=0, num_warps=0,
+                 constants=None, backend="ptx", device=None):
+        self._handle = None
+        if isinstance(text, str):
+            text = text.encode("utf-8")
+        if not isinstance(text, (bytes, bytearray)):
+            raise TypeError(f"tilejit.Function: text must be str or bytes, not "
+                            f"{type(text).__name__}")
+        if size_param is None and not block:
+            raise ValueError("tilejit.Function: give size_param (BLOCK = next_pow2 of its "
+                             "value) or block")
+        names = list((constants or {}).items())
+        self._bindings = (_Binding * max(len(names), 1))(
+            *[_Binding(str(k).encode(), _c_int64(v, f"constant {k}")) for k, v in names])
+        self._size_param = size_param.encode() if size_param is not None else None
+        options = _FunctionOptions(
+            _dtype_code(dtype), _c_int(num_warps, "num_warps"), _c_int64(block, "block"),
+            self._size_param, self._bindings if names else None, len(names),
+            _choice(_BACKENDS, backend, "backend"))
+        self._ctx = _context(_ordinal(device))
+        program = _VP()
+        status = _lib.tj_program_parse(bytes(text), len(text), ctypes.byref(program))
+        try:
+            if status:
+                raise Error(status, _text(_lib.tj_program_error(program)) if program.value
+                            else _status_name(status))
+            handle = _VP()
+            _check(_lib.tj_function_create(self._ctx, program, ctypes.byref(options),
+                                           ctypes.byref(handle)), self._ctx)
+            self._handle = handle
+        finally:
+            _lib.tj_program_destroy(program)
+
+    def __del__(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            try:
+                _lib.tj_function_destroy(handle)
+            except Exception:  # interpreter shutdown: the process frees it
+                pass
+
+    @property
+    def variants(self):
+        """The variants compiled so far."""
+        return _lib.tj_function_variants(self._handle)
+
+    def __getitem__(self, grid):
+        return lambda *args, stream=None: self.launch(grid, *args, stream=stream)
+
+    def launch(self, grid, *args, stream=None):
+        if not self._handle:
+            raise ValueError("tilejit.Function: destroyed")
+        grid = _c_int64(grid, "grid")
+        array = (_Arg * max(len(args), 1))()
+        for i, value in enumerate(args):
+            kind, field, value, found = _launch_arg(value, i)
+            array[i].kind = kind
+            setattr(array[i].u, field, value)
+            if stream is None and found is not None:
+                stream = found
+        stream = stream or 0
+        if type(stream) is not int:
+            raise TypeError(f"tilejit.Function: stream must be a CUstream as an int, not "
+                            f"{type(stream).__name__}")
+        _check(_lib.tj_function_launch(self._handle, array, len(args), grid, stream or None),
+               self._ctx)
+
+
+def _c_int64(value, what):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"tilejit: {what} must be an int, not {type(value).__name__}")
+    if not -2**63 <= value < 2**63:
+        raise ValueError(f"tilejit: {what} must fit an int64, not {value}")
+    return value
+
+
+def _launch_arg(value, i):
+    """(kind, union field, value, stream or None) of launch argument i."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if not value.is_cuda:
+            raise ValueError(f"tilejit.Function: argument {i} is on {value.device}; a CUDA "
+                             "tensor is needed")
+        if _raw_stream is None:
+            _init_torch(torch)
+        return _ARG_PTR, "ptr", value.data_ptr() or None, _raw_stream(value.get_device())
+    iface = getattr(value, "__cuda_array_interface__", None)
+    if isinstance(iface, dict):
+        return _ARG_PTR, "ptr", iface["data"][0] or None, iface.get("stream")
+    if isinstance(value, bool):
+        raise TypeError(f"tilejit.Function: argument {i} is a bool; give an int")
+    if isinstance(value, int):
+        return _ARG_INT, "i", _c_int64(value, f"argument {i}"), None
+    if isinstance(value, float):
+        return _ARG_FLOAT, "f", value, None
+    raise TypeError(f"tilejit.Function: argument {i} ({type(value).__name__}) is no tensor, "
+                    "__cuda_array_interface__ object, int or float")
 
 
 # ------------------------------------------------------------ DeviceArray

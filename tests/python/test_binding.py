@@ -11,7 +11,8 @@ tilejit.Error NO_DRIVER). GPU checks need torch with CUDA: f32/f16/bf16
 softmax against a float64 CPU reference with the project's testing
 tolerances, NaN-poisoned outputs, strided rows, in place, streams,
 __cuda_array_interface__ objects, concurrent first use, the per-layout
-argument cache, and the errors each bad input must raise.
+argument cache, and the errors each bad input must raise; and a user's
+program through tilejit.Function against torch.log_softmax.
 
 Run as a script, it exits 0 when all passed, 1 when a check failed, 77 when
 the host checks passed and the GPU checks were skipped (no torch or GPU).
@@ -119,6 +120,7 @@ MIRRORED_STRUCTS = {
     "tj_context_options": "_ContextOptions", "tj_softmax_options": "_SoftmaxOptions",
     "tj_device_info": "_DeviceInfo", "tj_cache_stats": "_CacheStats",
     "tj_spec_options": "_SpecOptions", "tj_codegen_options": "_CodegenOptions",
+    "tj_binding": "_Binding", "tj_function_options": "_FunctionOptions", "tj_arg": "_Arg",
 }
 
 
@@ -128,6 +130,8 @@ def mirrored_constants():
                  "TJ_STATUS_COUNT": len(tilejit.Status)}
     for status in tilejit.Status:
         constants["TJ_OK" if status == 0 else f"TJ_ERR_{status.name}"] = int(status)
+    constants.update({"TJ_ARG_PTR": tilejit._ARG_PTR, "TJ_ARG_INT": tilejit._ARG_INT,
+                      "TJ_ARG_FLOAT": tilejit._ARG_FLOAT})
     for table, prefix in ((tilejit._BACKENDS, "TJ_BACKEND_"), (tilejit._TEMPLATES, "TJ_SOFTMAX_"),
                           ({"f32": 0, "f16": 1, "bf16": 2}, "TJ_DTYPE_")):
         for name, value in table.items():
@@ -482,6 +486,84 @@ def test_errors():
     expect(e.status == tilejit.Status.INVALID_ARGUMENT, f"status {e.status!r}")
     expect_raises(tilejit.Error, lambda: tilejit.softmax(x[:1].expand(4, 100)), "stride")
     expect_raises(tilejit.Error, lambda: tilejit.softmax(x, num_warps=3), "num_warps")
+
+
+LOG_SOFTMAX = """kernel log_softmax
+%y : ptr<DTYPE> = param y
+%x : ptr<DTYPE> = param x
+%stride : i64 = param stride
+%n : i32 = param n
+%scale : f32 = param scale
+%pid : i32 = program_id
+%row : i64 = cast %pid
+%off : i64 = mul %row, %stride
+%xr : ptr<DTYPE> = ptr_add %x, %off
+%yr : ptr<DTYPE> = ptr_add %y, %off
+%i : tile<i32,BLOCK> = arange
+%in : tile<pred,BLOCK> = lt %i, %n
+%ninf : f32 = const -inf
+%xt : tile<DTYPE,BLOCK> = load %xr, %i, %in, %ninf
+%xf : tile<f32,BLOCK> = cast %xt
+%v : tile<f32,BLOCK> = mul %xf, %scale
+%m : f32 = reduce_max %v
+%d : tile<f32,BLOCK> = sub %v, %m
+%e : tile<f32,BLOCK> = exp %d
+%s : f32 = reduce_sum %e
+%l : f32 = log %s
+%o : tile<f32,BLOCK> = sub %d, %l
+%ot : tile<DTYPE,BLOCK> = cast %o
+store %yr, %i, %ot, %in
+"""
+
+
+def test_function_refusals():
+    """What Function refuses before anything reaches the GPU."""
+    expect_raises(ValueError, lambda: tilejit.Function(LOG_SOFTMAX), "size_param")
+    expect_raises(TypeError, lambda: tilejit.Function(42, size_param="n"), "text must be")
+    expect_raises(ValueError, lambda: tilejit.Function(LOG_SOFTMAX, size_param="n",
+                                                        backend="llvm"), "backend")
+
+
+@gpu
+def test_function():
+    """A user's scaled log-softmax in the text form, launched f[grid](...) on
+    torch tensors of several widths, strides and offsets in every dtype,
+    against torch.log_softmax; out-of-row elements stay poisoned; each
+    (ALIGN, BLOCK) variant compiles once."""
+    for name in ("f32", "f16", "bf16"):
+        f = tilejit.Function(LOG_SOFTMAX, name, size_param="n")
+        seen = set()
+        for n, pad, offset in ((1, 0, 0), (31, 0, 0), (31, 1, 1), (1000, 8, 0), (1000, 3, 2),
+                               (4096, 0, 0), (33000, 0, 0)):
+            m, stride = 37, n + pad
+            x = fresh(m, n, name)
+            xbuf = poisoned_like(torch.empty(m * stride + offset + 8, dtype=x.dtype,
+                                             device="cuda"))
+            ybuf = poisoned_like(xbuf)
+            xv = xbuf[offset:offset + m * stride].view(m, stride)[:, :n]
+            xv.copy_(x)
+            yv = ybuf[offset:offset + m * stride].view(m, stride)[:, :n]
+            f[m](yv, xv, stride, n, 0.5)
+            want = torch.log_softmax(x.double() * 0.5, dim=1)
+            rtol, atol = TOLERANCES[name]
+            torch.testing.assert_close(yv.double(), want, rtol=max(rtol, 1e-5), atol=atol * 10,
+                                       msg=lambda text: f"{name} n={n}: {text}")
+            rows = torch.zeros(ybuf.shape, dtype=torch.bool, device="cuda")
+            rows[offset:offset + m * stride].view(m, stride)[:, :n] = True
+            expect(bool(torch.isnan(ybuf[~rows]).all()),
+                   f"{name} n={n}: written outside the rows (gaps, head or tail)")
+            size = x.element_size()
+            align = 16
+            for v in (xv.data_ptr(), yv.data_ptr(), stride * size):
+                while v % align:
+                    align //= 2
+            seen.add((align, 1 << max(n - 1, 0).bit_length()))
+        expect(f.variants == len(seen), f"{name}: {f.variants} variants, want {len(seen)}")
+    bad = tilejit.Function(LOG_SOFTMAX, "f32", size_param="n")
+    x = fresh(4, 32, "f32")
+    expect_raises(tilejit.Error, lambda: bad[4](x, x, 32, 32), "takes 5 arguments, got 4")
+    expect_raises(TypeError, lambda: bad[4](x, x, 32, True, 1.0), "bool")
+    expect_raises(ValueError, lambda: bad[4](x.cpu(), x, 32, 32, 1.0), "CUDA tensor")
 
 
 @gpu
