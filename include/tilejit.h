@@ -403,6 +403,17 @@ typedef enum tj_softmax_template {
  * n up to 2^30 and the online template beyond. */
 TJ_API tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_program **out);
 
+/* The row ops shipped as templates, planned and launched the same way. */
+typedef enum tj_row_op {
+  TJ_ROW_SOFTMAX,     /* y = exp(x - max) / sum exp(x - max) */
+  TJ_ROW_LOG_SOFTMAX, /* y = (x - max) - log sum exp(x - max) */
+  TJ_ROW_OP_COUNT
+} tj_row_op;
+
+/* tj_softmax_program for any row op (templates/log_softmax*.tj). */
+TJ_API tj_status tj_row_program(tj_row_op op, tj_softmax_template which, int64_t n,
+                                tj_program **out);
+
 typedef struct tj_softmax_options {
   int num_warps;                      /* 0 = the plan's */
   tj_backend backend;                 /* TJ_BACKEND_PTX (0) or TJ_BACKEND_NVRTC */
@@ -676,6 +687,14 @@ TJ_API int tj_function_variants(tj_function *f);
 TJ_API tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
                             int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                             const tj_softmax_options *opts);
+
+/* y = log_softmax(x), with everything as in tj_softmax: the same plan,
+ * checks, alignment, in place and options; extreme rows as
+ * torch.log_softmax (all -inf, +inf or NaN in a row: all NaN; -inf among
+ * finite values: -inf). */
+TJ_API tj_status tj_log_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
+                                int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
+                                const tj_softmax_options *opts);
 
 #ifdef __cplusplus
 }

@@ -53,8 +53,8 @@ import sysconfig
 import threading
 
 __all__ = [
-    "Error", "Status", "DeviceArray", "Function", "softmax", "dump_ptx", "version", "cache_stats",
-    "device_info", "synchronize", "library_path",
+    "Error", "Status", "DeviceArray", "Function", "softmax", "log_softmax", "dump_ptx", "version",
+    "cache_stats", "device_info", "synchronize", "library_path",
 ]
 
 # The header version this binding mirrors (TJ_VERSION_STRING in tilejit.h).
@@ -263,6 +263,8 @@ _PROTOTYPES = {
     "tj_copy_to_device": (_I, [_VP, _U64, _VP, ctypes.c_size_t]),
     "tj_copy_to_host": (_I, [_VP, _VP, _U64, ctypes.c_size_t]),
     "tj_softmax": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _VP, _P(_SoftmaxOptions)]),
+    "tj_log_softmax": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _VP,
+                            _P(_SoftmaxOptions)]),
     "tj_program_parse": (_I, [ctypes.c_char_p, ctypes.c_size_t, _P(_VP)]),
     "tj_function_create": (_I, [_VP, _VP, _P(_FunctionOptions), _P(_VP)]),
     "tj_function_destroy": (None, [_VP]),
@@ -326,6 +328,10 @@ _tj_softmax = _lib.tj_softmax  # with argtypes: checked conversions, for the slo
 # what argtypes' per-call conversions of Python ints do.
 _tj_softmax_raw = _lib["tj_softmax"]
 _tj_softmax_raw.restype = ctypes.c_int
+_tj_log_softmax = _lib.tj_log_softmax
+_tj_log_softmax_raw = _lib["tj_log_softmax"]
+_tj_log_softmax_raw.restype = ctypes.c_int
+_RAW = [_tj_softmax_raw, _tj_log_softmax_raw]  # per row op (tests put recorders here)
 
 
 def _text(raw):
@@ -678,7 +684,7 @@ def _interface_matrix(obj, what, writable):
     return dtype, shape, m, n, row_bytes // size, pointer or 0, stream or 0
 
 
-def _softmax_interface(x, out, options, stream):
+def _softmax_interface(fn, x, out, options, stream):
     dtype, shape, m, n, x_stride, x_ptr, x_stream = _interface_matrix(x, "x", False)
     device = _default_device()
     ctx = _context(device)
@@ -692,15 +698,77 @@ def _softmax_interface(x, out, options, stream):
         raise ValueError(f"tilejit.softmax: out is {y_m}x{y_n}, x {m}x{n}")
     if stream is None:
         stream = x_stream
-    status = _tj_softmax(ctx, dtype, m, n, y_ptr, y_stride, x_ptr, x_stride, stream, options)
+    status = fn(ctx, dtype, m, n, y_ptr, y_stride, x_ptr, x_stride, stream, options)
     _check(status, ctx)
     if isinstance(out, DeviceArray):
         out._stream = stream or 1
     return out
 
 
-def softmax(x, out=None, *, num_warps=0, backend="ptx", template="auto", stream=None):
-    """out = softmax(x) over the last dimension; returns out.
+def _row_op(which, checked):
+    """The Python function of a row op (tj_softmax, tj_log_softmax): _RAW[which]
+    is its C function without argtypes (the hot path), checked with them."""
+
+    def op(x, out=None, *, num_warps=0, backend="ptx", template="auto", stream=None):
+        # The hot path, for torch tensors: one dictionary look-up on the layout
+        # (dtype, shape, strides, device of x and out, and the options) finds
+        # everything checked and converted by the first call of that layout;
+        # then only the pointers and the stream are read, and the raw C
+        # function is called with ctypes objects. Written out flat, since
+        # each Python call or attribute read here is a measurable share of the
+        # few microseconds a launch costs.
+        if isinstance(x, _Tensor):
+            if out is None:
+                out_key = None
+            elif out is x:
+                out_key = True
+            elif isinstance(out, _Tensor):
+                out_key = (out.dtype, out.shape, out.stride(), out.get_device(), out.is_cuda)
+            else:
+                out_key = False  # never planned: the first call's checks raise
+            key = (x.dtype, x.shape, x.stride(), x.get_device(), x.is_cuda, out_key, num_warps,
+                   backend, template)
+            plan = _plans.get(key)
+            if plan is None:
+                plan = _plan_tensor_call(sys.modules["torch"], x, out, key, num_warps, backend,
+                                         template)
+            ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = plan
+            if out is None:
+                out = allocate(x)
+            pointer = out.data_ptr()
+            y_arg = _ARGS.get(pointer)
+            if y_arg is None:
+                y_arg = _arg(pointer)
+            pointer = x.data_ptr()
+            x_arg = _ARGS.get(pointer)
+            if x_arg is None:
+                x_arg = _arg(pointer)
+            if stream is None:
+                stream = _raw_stream(device)
+                stream_arg = _ARGS.get(stream)
+                if stream_arg is None:
+                    stream_arg = _arg(stream)
+            else:
+                stream_arg = _stream_arg(stream)
+            status = _RAW[which](ctx, dtype, m, n, y_arg, y_stride, x_arg, x_stride, stream_arg,
+                                 options)
+            if status:
+                raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
+            return out
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(x, torch.Tensor):  # the first tensor seen
+            _init_torch(torch)
+            return op(x, out, num_warps=num_warps, backend=backend, template=template,
+                      stream=stream)
+        options = _options(num_warps, backend, template)
+        return _softmax_interface(checked, x, out, options, stream)
+
+    return op
+
+
+softmax = _row_op(0, _tj_softmax)
+softmax.__name__ = softmax.__qualname__ = "softmax"
+softmax.__doc__ = """out = softmax(x) over the last dimension; returns out.
 
     x: a CUDA torch tensor or an object with __cuda_array_interface__,
     1-D (one row) or 2-D, float32/float16/bfloat16, last dimension
@@ -712,58 +780,12 @@ def softmax(x, out=None, *, num_warps=0, backend="ptx", template="auto", stream=
     torch tensors, else the interface's 'stream' (the legacy default stream
     when it has none). The launch is asynchronous on that stream.
     """
-    # The hot path, for torch tensors: one dictionary look-up on the layout
-    # (dtype, shape, strides, device of x and out, and the options) finds
-    # everything checked and converted by the first call of that layout;
-    # then only the pointers and the stream are read, and the raw
-    # tj_softmax is called with ctypes objects. Written out flat, since
-    # each Python call or attribute read here is a measurable share of the
-    # few microseconds a launch costs.
-    if isinstance(x, _Tensor):
-        if out is None:
-            out_key = None
-        elif out is x:
-            out_key = True
-        elif isinstance(out, _Tensor):
-            out_key = (out.dtype, out.shape, out.stride(), out.get_device(), out.is_cuda)
-        else:
-            out_key = False  # never planned: the first call's checks raise
-        key = (x.dtype, x.shape, x.stride(), x.get_device(), x.is_cuda, out_key, num_warps,
-               backend, template)
-        plan = _plans.get(key)
-        if plan is None:
-            plan = _plan_tensor_call(sys.modules["torch"], x, out, key, num_warps, backend,
-                                     template)
-        ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = plan
-        if out is None:
-            out = allocate(x)
-        pointer = out.data_ptr()
-        y_arg = _ARGS.get(pointer)
-        if y_arg is None:
-            y_arg = _arg(pointer)
-        pointer = x.data_ptr()
-        x_arg = _ARGS.get(pointer)
-        if x_arg is None:
-            x_arg = _arg(pointer)
-        if stream is None:
-            stream = _raw_stream(device)
-            stream_arg = _ARGS.get(stream)
-            if stream_arg is None:
-                stream_arg = _arg(stream)
-        else:
-            stream_arg = _stream_arg(stream)
-        status = _tj_softmax_raw(ctx, dtype, m, n, y_arg, y_stride, x_arg, x_stride, stream_arg,
-                                 options)
-        if status:
-            raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
-        return out
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):  # the first tensor seen
-        _init_torch(torch)
-        return softmax(x, out, num_warps=num_warps, backend=backend, template=template,
-                       stream=stream)
-    options = _options(num_warps, backend, template)
-    return _softmax_interface(x, out, options, stream)
+
+log_softmax = _row_op(1, _tj_log_softmax)
+log_softmax.__name__ = log_softmax.__qualname__ = "log_softmax"
+log_softmax.__doc__ = """out = log_softmax(x) over the last dimension; returns out. Everything
+    as softmax (arguments, layouts, in place, streams, errors), with
+    (x - max) - log(sum(exp(x - max))) for the result: torch.log_softmax."""
 
 
 def _prepared_softmax(x, out):
@@ -775,7 +797,8 @@ def _prepared_softmax(x, out):
         sys.modules["torch"], x, out, None, 0, "ptx", "auto")
     args = (ctx, dtype, m, n, _arg(out.data_ptr()), y_stride, _arg(x.data_ptr()), x_stride,
             _arg(_raw_stream(device)), options)
-    return lambda: _tj_softmax_raw(*args)
+    raw = _RAW[0]
+    return lambda: raw(*args)
 
 
 # --------------------------------------------------------------- Function
@@ -818,6 +841,7 @@ class Function:
             self._size_param, self._bindings if names else None, len(names),
             _choice(_BACKENDS, backend, "backend"))
         self._ctx = _context(_ordinal(device))
+        self._device = _info(self._ctx).ordinal
         program = _VP()
         status = _lib.tj_program_parse(bytes(text), len(text), ctypes.byref(program))
         try:
@@ -852,12 +876,15 @@ class Function:
             raise ValueError("tilejit.Function: destroyed")
         grid = _c_int64(grid, "grid")
         array = (_Arg * max(len(args), 1))()
+        streams = [None, None]  # torch's current stream, the first interface's
         for i, value in enumerate(args):
-            kind, field, value, found = _launch_arg(value, i)
+            kind, field, value, found, from_torch = _launch_arg(value, i, self._device)
             array[i].kind = kind
             setattr(array[i].u, field, value)
-            if stream is None and found is not None:
-                stream = found
+            if found is not None and streams[0 if from_torch else 1] is None:
+                streams[0 if from_torch else 1] = found
+        if stream is None:
+            stream = streams[0] if streams[0] is not None else streams[1]
         stream = stream or 0
         if type(stream) is not int:
             raise TypeError(f"tilejit.Function: stream must be a CUstream as an int, not "
@@ -874,25 +901,28 @@ def _c_int64(value, what):
     return value
 
 
-def _launch_arg(value, i):
-    """(kind, union field, value, stream or None) of launch argument i."""
+def _launch_arg(value, i, device):
+    """(kind, union field, value, stream or None, from torch) of launch
+    argument i, for a Function on device (an ordinal). A tensor must be a
+    CUDA tensor there; its dtype is the caller's to match with the
+    program's pointee (tilejit sees only the address)."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
-        if not value.is_cuda:
-            raise ValueError(f"tilejit.Function: argument {i} is on {value.device}; a CUDA "
-                             "tensor is needed")
+        if not value.is_cuda or value.get_device() != device:
+            raise ValueError(f"tilejit.Function: argument {i} is on {value.device}; the "
+                             f"function runs on cuda:{device}")
         if _raw_stream is None:
             _init_torch(torch)
-        return _ARG_PTR, "ptr", value.data_ptr() or None, _raw_stream(value.get_device())
+        return _ARG_PTR, "ptr", value.data_ptr() or None, _raw_stream(device), True
     iface = getattr(value, "__cuda_array_interface__", None)
     if isinstance(iface, dict):
-        return _ARG_PTR, "ptr", iface["data"][0] or None, iface.get("stream")
+        return _ARG_PTR, "ptr", iface["data"][0] or None, iface.get("stream"), False
     if isinstance(value, bool):
         raise TypeError(f"tilejit.Function: argument {i} is a bool; give an int")
     if isinstance(value, int):
-        return _ARG_INT, "i", _c_int64(value, f"argument {i}"), None
+        return _ARG_INT, "i", _c_int64(value, f"argument {i}"), None, False
     if isinstance(value, float):
-        return _ARG_FLOAT, "f", value, None
+        return _ARG_FLOAT, "f", value, None, False
     raise TypeError(f"tilejit.Function: argument {i} ({type(value).__name__}) is no tensor, "
                     "__cuda_array_interface__ object, int or float")
 

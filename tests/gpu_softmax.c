@@ -19,7 +19,9 @@
  *   reference's time down); every cluster size and several splits forced, combined and
  *   streamed; extreme rows at N = 10^6 (every CTA but one all -inf, a NaN,
  *   a +inf, all -inf);
- *   a second call hits the cache and compiles nothing.
+ *   a second call hits the cache and compiles nothing;
+ *   tj_log_softmax through the same plans, N from 1 to 10^7, every dtype,
+ *   strided, in place, at another phase, extreme rows (CK_RUN_CASE=log).
  *
  * Cases run in batches (support_gpu.c): one upload, many launches, one
  * download. TJ_GPU_QUICK=1 (compute-sanitizer runs) takes subsets of the
@@ -551,6 +553,38 @@ START_TEST(second_call_only_launches) {
 }
 END_TEST
 
+/* ---------------------------------------------------------- log-softmax */
+
+/* tj_log_softmax through the same plans: N from 1 to past 2^20 (lane
+ * groups, one CTA, clusters, the grid level, streamed), every dtype, rows
+ * strided, in place, at every phase, extreme rows; against the float64
+ * log-softmax, outputs poisoned, guards checked (support_gpu.c). */
+START_TEST(log_softmax_rows) {
+  static const int64_t ns[] = {1, 7, 31, 100, 577, 1000, 1023, 4096, 12345, 32768, 65536, 1048577};
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+      int64_t n = ns[i], m = n > 100000 ? 2 : n > 4096 ? 9 : 131;
+      GpuCase *c = add(d, m, n);
+      c->op = TJ_ROW_LOG_SOFTMAX;
+      c = add(d, m, n); /* rows at another phase each, in place */
+      c->op = TJ_ROW_LOG_SOFTMAX;
+      c->x_stride = c->y_stride = n + 3;
+      c->offset = 1;
+      c->in_place = (i % 2) == 0;
+      c = add(d, 2 * ROW_KINDS + 1, n < 100000 ? n : 40000);
+      c->op = TJ_ROW_LOG_SOFTMAX;
+      c->fill = fill_extreme;
+      c->fill_arg = (int)i;
+    }
+  GpuCase *c = add(TJ_DTYPE_F32, 1, 10000000); /* one huge row, the grid level */
+  c->op = TJ_ROW_LOG_SOFTMAX;
+  c = add(TJ_DTYPE_BF16, 3, 1000); /* the online template, forced */
+  c->op = TJ_ROW_LOG_SOFTMAX;
+  c->opts.which_template = TJ_SOFTMAX_ONLINE;
+  run("log-softmax", false);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gpu softmax");
   TCase *t = tcase_create("numerics");
@@ -578,5 +612,9 @@ int main(void) {
   tcase_set_timeout(ph, 600);
   tcase_add_test(ph, rows_at_any_phase);
   suite_add_tcase(s, ph);
+  TCase *lg = tcase_create("log"); /* CK_RUN_CASE=log: tj_log_softmax alone */
+  tcase_set_timeout(lg, 600);
+  tcase_add_test(lg, log_softmax_rows);
+  suite_add_tcase(s, lg);
   return gpu_main(s);
 }

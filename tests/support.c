@@ -10,6 +10,7 @@
  */
 #include "support.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,28 @@ static void reference_row(const TjMatrix *x, int64_t row, double *ref) {
 
 void softmax_reference(const TjMatrix *x, double *ref) {
   for (int64_t row = 0; row < x->rows; row++) reference_row(x, row, ref + row * x->cols);
+}
+
+/* A value beyond the dtype's finite range is the infinity its f32
+ * arithmetic or its rounding to the dtype gives (torch's too). */
+static double in_range(double v, tj_dtype d) {
+  double most = d == TJ_DTYPE_F32 ? FLT_MAX : d == TJ_DTYPE_F16 ? 65504.0 : 0x1.fep127;
+  return fabs(v) > most ? copysign(INFINITY, v) : v;
+}
+
+static void log_reference_row(const TjMatrix *x, int64_t row, double *ref) {
+  double max = -INFINITY, sum = 0.0;
+  for (int64_t c = 0; c < x->cols; c++) max = fmax(max, matrix_get(x, row, c));
+  for (int64_t c = 0; c < x->cols; c++) sum += exp(ref[c] = matrix_get(x, row, c) - max);
+  for (int64_t c = 0; c < x->cols; c++) ref[c] = in_range(ref[c] - log(sum), x->dtype);
+}
+
+void row_reference(tj_row_op op, const TjMatrix *x, double *ref) {
+  if (op == TJ_ROW_SOFTMAX) {
+    softmax_reference(x, ref);
+    return;
+  }
+  for (int64_t row = 0; row < x->rows; row++) log_reference_row(x, row, ref + row * x->cols);
 }
 
 tj_status softmax_spec_options(tj_softmax_template which, tj_dtype dtype, int64_t rows, int64_t n,

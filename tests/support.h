@@ -91,6 +91,9 @@ void matrix_fill_random(TjMatrix *m, TjRng *r, double scale, double spread);
  * exp(x - max) / sum, with max ignoring NaN; so a row of all -inf, or with
  * +inf or NaN in it, is all NaN, as torch.softmax gives. */
 void softmax_reference(const TjMatrix *x, double *ref);
+/* The same for any row op: log-softmax is (x - max) - log sum exp(x - max),
+ * NaN for the same rows, -inf where x is -inf in a row with a finite max. */
+void row_reference(tj_row_op op, const TjMatrix *x, double *ref);
 
 /* The specialization tj_softmax would run for `rows` rows of n (the
  * template: which, or the plan's for AUTO) on a nominal device of arch (0:

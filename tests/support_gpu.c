@@ -66,9 +66,9 @@ tj_context *gpu_context(const tj_context_options *options) {
 void gpu_case_label(const GpuCase *c, char *out, size_t size) {
   static const char *const templates[] = {"auto", "single", "online"};
   snprintf(out, size,
-           "%s M=%lld N=%lld strides %lld/%lld offset %lld/%lld%s warps %d cluster %d split %d %s %s "
-           "seed %llu",
-           dtype_label(c->dtype), (long long)c->m, (long long)c->n, (long long)c->x_stride,
+           "%s%s M=%lld N=%lld strides %lld/%lld offset %lld/%lld%s warps %d cluster %d split %d "
+           "%s %s seed %llu",
+           c->op == TJ_ROW_LOG_SOFTMAX ? "log-softmax " : "", dtype_label(c->dtype), (long long)c->m, (long long)c->n, (long long)c->x_stride,
            (long long)c->y_stride, (long long)c->offset,
            (long long)(c->y_offset ? c->y_offset : c->offset), c->in_place ? " in-place" : "",
            c->opts.num_warps, c->opts.cluster, c->opts.split,
@@ -125,7 +125,10 @@ static void launch(tj_context *ctx, Placed *p, uint64_t dev, void *stream, bool 
     fprintf(stderr, "  launch %s\n", now);
   }
   tj_status st =
-      tj_softmax(ctx, c->dtype, c->m, c->n, y, c->y_stride, x, c->x_stride, stream, &c->opts);
+      c->op == TJ_ROW_LOG_SOFTMAX
+          ? tj_log_softmax(ctx, c->dtype, c->m, c->n, y, c->y_stride, x, c->x_stride, stream,
+                           &c->opts)
+          : tj_softmax(ctx, c->dtype, c->m, c->n, y, c->y_stride, x, c->x_stride, stream, &c->opts);
   p->skipped = (st == TJ_ERR_NO_NVRTC && c->opts.backend == TJ_BACKEND_NVRTC) ||
                (st == TJ_ERR_UNSUPPORTED && allow_unsupported);
   char label[256];
@@ -133,7 +136,8 @@ static void launch(tj_context *ctx, Placed *p, uint64_t dev, void *stream, bool 
   if (p->skipped && !t->skip_reason[0])
     snprintf(t->skip_reason, sizeof t->skip_reason, "%.200s: %.300s", label, tj_context_error(ctx));
   if (st == TJ_OK || p->skipped) return;
-  ck_abort_msg("tj_softmax %s: %s: %s", label, tj_status_string(st), tj_context_error(ctx));
+  ck_abort_msg("%s %s: %s: %s", c->op ? "tj_log_softmax" : "tj_softmax", label,
+               tj_status_string(st), tj_context_error(ctx));
 }
 
 /* Where x is -inf in a row holding a finite value, y must be exactly 0. */
@@ -157,12 +161,12 @@ static void check(Placed *p, const unsigned char *host, GpuTally *t) {
     ck_assert_msg(memcmp(host + p->x_at, p->x.data, p->x.bytes) == 0, "%s: x was written", label);
   double *ref = malloc((size_t)(c->m * c->n) * sizeof *ref);
   ck_assert_ptr_nonnull(ref);
-  softmax_reference(&p->x, ref);
+  row_reference(c->op, &p->x, ref);
   TjCompare cmp;
   bool ok = compare_rows(&p->y, ref, dtype_tolerance(c->dtype), !c->in_place, &cmp);
   compare_describe(&cmp, why, sizeof why);
   ck_assert_msg(ok, "%s: %s", label, why);
-  check_exact_zeros(p, ref, label);
+  if (c->op == TJ_ROW_SOFTMAX) check_exact_zeros(p, ref, label); /* log: -inf, exact already */
   free(ref);
   if (cmp.max_abs > t->max_abs) t->max_abs = cmp.max_abs;
   if (cmp.max_ratio > t->max_ratio) t->max_ratio = cmp.max_ratio;

@@ -37,6 +37,7 @@ tj_context *gpu_context(const tj_context_options *options);
 typedef void (*GpuFill)(TjMatrix *x, TjRng *rng, int arg);
 
 typedef struct GpuCase {
+  tj_row_op op; /* 0: softmax */
   tj_dtype dtype;
   int64_t m, n;
   int64_t x_stride, y_stride; /* 0: n */

@@ -70,10 +70,29 @@ START_TEST(arguments_select_the_variant) {
   args_of(a, 0x1000, 0x2000, 32, 32, 31);
   ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) == TJ_OK);
   ck_assert_int_eq(align, 16);
+  /* A stride given as TJ_ARG_PTR counts the same (tj_launch reads both). */
+  args_of(a, 0x1000, 0x2000, 32, 32, 7);
+  a[2] = (tj_arg){TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)31}, 0};
+  ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) == TJ_OK);
+  ck_assert_int_eq(align, 4);
+  /* The f32 pointees make the row 124 bytes whatever DTYPE is bound. */
   tj_function_destroy(f);
-  /* In f16 a row of 31 elements is 62 bytes: 2-byte aligned. */
   f = function_of(TJ_DTYPE_F16);
   ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 31, 31, &block, why), 4);
+  tj_function_destroy(f);
+  /* DTYPE pointees take DTYPE's size: softmax's f16 rows of 31 are 62 bytes. */
+  tj_program *p;
+  ck_assert(tj_softmax_program(TJ_SOFTMAX_SINGLE, 31, &p) == TJ_OK);
+  tj_function_options o = {.dtype = TJ_DTYPE_F16, .size_param = "n"};
+  ck_assert_msg(rt_function_new(NULL, p, &o, &f, why, sizeof why) == TJ_OK, "%s", why);
+  tj_program_destroy(p);
+  tj_arg s[5] = {{TJ_ARG_PTR, {.ptr = (void *)0x1000}, 0}, {TJ_ARG_PTR, {.ptr = (void *)0x2000}, 0},
+                 {TJ_ARG_INT, {.i = 31}, 0}, {TJ_ARG_INT, {.i = 31}, 0}, {TJ_ARG_INT, {.i = 31}, 0}};
+  ck_assert(rt_function_select(f, s, 5, &align, &block, why, sizeof why) == TJ_OK);
+  ck_assert_int_eq(align, 2);
+  s[2].u.i = s[3].u.i = 32;
+  ck_assert(rt_function_select(f, s, 5, &align, &block, why, sizeof why) == TJ_OK);
+  ck_assert_int_eq(align, 16);
   tj_function_destroy(f);
 }
 END_TEST
@@ -86,6 +105,10 @@ START_TEST(wrong_arguments_are_refused) {
   ck_assert_str_eq(why, "argument 1 (x) = 0x2002 is not aligned to its 4-byte elements");
   ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 32, (1 << 30) + 1, &block, why), -1);
   ck_assert_str_eq(why, "argument 3 (n) = 1073741825 needs a BLOCK over 2^30, the largest tile");
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 32, -1, &block, why), -1);
+  ck_assert_str_eq(why, "argument 3 (n) = -1 is no size: it gives BLOCK");
+  ck_assert_int_eq(select_of(f, 0x1000, 0x2000, 32, (int64_t)1 << 32, &block, why), -1);
+  ck_assert_str_eq(why, "argument 3 (n) = 4294967296 is no size: it gives BLOCK");
   tj_arg a[5];
   int align;
   args_of(a, 0x1000, 0x2000, 32, 32, 7);
@@ -131,6 +154,15 @@ START_TEST(wrong_options_are_refused) {
       {{.block = 64, .binding_count = 1}, "options: unknown dtype or backend, negative warps, "
                                           "block or bindings"},
   };
+  /* What only a specialization finds is found at creation, not at launch. */
+  static const tj_binding unknown[] = {{"NOPE", 3}};
+  tj_function_options warps = {.block = 64, .num_warps = 3};
+  ck_assert(rt_function_new(NULL, p, &warps, &f, why, sizeof why) != TJ_OK);
+  ck_assert_ptr_null(f);
+  ck_assert_msg(strstr(why, "num_warps") != NULL, "%s", why);
+  tj_function_options constant = {.block = 64, .bindings = unknown, .binding_count = 1};
+  ck_assert(rt_function_new(NULL, p, &constant, &f, why, sizeof why) != TJ_OK);
+  ck_assert_msg(strstr(why, "NOPE") != NULL, "%s", why);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ck_assert(rt_function_new(NULL, p, &bad[i].o, &f, why, sizeof why) != TJ_OK);
     ck_assert_ptr_null(f);

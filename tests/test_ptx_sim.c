@@ -50,6 +50,7 @@ typedef struct Case {
   tj_dtype dtype;
   int64_t n;
   int warps, align, arch;
+  tj_row_op op;
 } Case;
 
 /* Row r of x gets: 0 random, 1 all -inf, 2 one NaN, 3 one +inf, 4 -inf mixed in. */
@@ -69,7 +70,7 @@ static void run_softmax(const Case *k) {
   tj_program *p;
   tj_spec *s;
   tj_spec_options o;
-  ck_assert_int_eq(tj_softmax_program(k->which, k->n, &p), TJ_OK);
+  ck_assert_int_eq(tj_row_program(k->op, k->which, k->n, &p), TJ_OK);
   ck_assert_int_eq(softmax_spec_options(k->which, k->dtype, 65536, k->n, 0, 0, &o), TJ_OK);
   o.num_warps = k->warps;
   o.align = k->align;
@@ -124,8 +125,8 @@ START_TEST(softmax_matches_interpreter) {
   for (int d = 0; d < TJ_DTYPE_COUNT; d++)
     for (int w = 0; w < 4; w++)
       for (int a = 0; a < 4; a++) {
-        Case k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, n,
-                  warps[w],          aligns[a],   (d + w + a) % 2 ? 75 : 90};
+        Case k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, n, warps[w], aligns[a], (d + w + a) % 2 ? 75 : 90,
+                  0};
         if (n > 1024 && warps[w] && warps[w] < 4) k.warps = 8;
         run_softmax(&k);
       }
@@ -136,9 +137,24 @@ START_TEST(online_softmax_matches_interpreter) {
   static const int64_t ns[] = {1, 100, 4096, 5000, 9000};
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-      Case k = {TJ_SOFTMAX_ONLINE, (tj_dtype)d, ns[i], 0, i % 2 ? 16 : 0, d == 1 ? 80 : 90};
+      Case k = {TJ_SOFTMAX_ONLINE, (tj_dtype)d, ns[i], 0, i % 2 ? 16 : 0, d == 1 ? 80 : 90, 0};
       run_softmax(&k);
     }
+}
+END_TEST
+
+/* Log-softmax, both templates, every dtype, aligned and not, lane groups to
+ * a streamed tile: the same reduction structure with log and a subtraction
+ * at the end. */
+START_TEST(log_softmax_matches_interpreter) {
+  static const int64_t ns[] = {1, 31, 100, 1000, 4097, 9000};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++)
+      for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++) {
+        Case k = {(tj_softmax_template)which, (tj_dtype)d, ns[i], 0, (int)(i + d) % 2 ? 16 : 0,
+                  (int)(i + d + which) % 3 ? 90 : 80, TJ_ROW_LOG_SOFTMAX};
+        run_softmax(&k);
+      }
 }
 END_TEST
 
@@ -152,7 +168,8 @@ START_TEST(streamed_softmax_matches_interpreter) {
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++)
       for (int a = 0; a < 2; a++) {
-        Case k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, ns[i], 1, aligns[a], (int)(i + d) % 2 ? 80 : 90};
+        Case k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, ns[i], 1, aligns[a], (int)(i + d) % 2 ? 80 : 90,
+                  0};
         run_softmax(&k);
       }
 }
@@ -333,6 +350,7 @@ Suite *suite(void) {
   tcase_add_loop_test(t, softmax_matches_interpreter, 0, (int)(sizeof widths / sizeof widths[0]));
   tcase_add_test(t, online_softmax_matches_interpreter);
   tcase_add_test(t, streamed_softmax_matches_interpreter);
+  tcase_add_test(t, log_softmax_matches_interpreter);
   tcase_add_test(t, i32_max_and_min_of_negations);
   tcase_add_test(t, loops_end_at_the_type_limit);
   suite_add_tcase(s, t);

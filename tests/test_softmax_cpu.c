@@ -37,11 +37,12 @@ typedef struct Case {
   int64_t x_stride, y_stride; /* 0: n */
   bool in_place;
   uint64_t seed;
+  tj_row_op op; /* 0: softmax */
 } Case;
 
 /* A contiguous, out-of-place case with the default chunk. */
 static Case make_case(int which, int dtype, int64_t m, int64_t n, uint64_t seed) {
-  Case c = {(tj_softmax_template)which, (tj_dtype)dtype, m, n, 0, 0, 0, false, seed};
+  Case c = {(tj_softmax_template)which, (tj_dtype)dtype, m, n, 0, 0, 0, false, seed, 0};
   return c;
 }
 
@@ -50,8 +51,8 @@ static const char *template_label(tj_softmax_template t) {
 }
 
 static void case_label(const Case *c, char *out, size_t size) {
-  snprintf(out, size, "%s %s M=%lld N=%lld BLOCK=%lld strides %lld/%lld%s seed %llu",
-           template_label(c->which), dtype_label(c->dtype), (long long)c->m, (long long)c->n,
+  snprintf(out, size, "%s%s %s M=%lld N=%lld BLOCK=%lld strides %lld/%lld%s seed %llu",
+           c->op == TJ_ROW_LOG_SOFTMAX ? "log-softmax " : "", template_label(c->which), dtype_label(c->dtype), (long long)c->m, (long long)c->n,
            (long long)c->block, (long long)c->x_stride, (long long)c->y_stride,
            c->in_place ? " in-place" : "", (unsigned long long)c->seed);
 }
@@ -60,7 +61,7 @@ static tj_spec *make_spec(const Case *c) {
   tj_program *p = NULL;
   tj_spec_options o;
   tj_spec *s = NULL;
-  ck_assert_int_eq(tj_softmax_program(c->which, c->n, &p), TJ_OK);
+  ck_assert_int_eq(tj_row_program(c->op, c->which, c->n, &p), TJ_OK);
   ck_assert_int_eq(softmax_spec_options(c->which, c->dtype, 65536, c->n, 0, 0, &o), TJ_OK);
   if (c->block) o.block = c->block;
   tj_status st = tj_specialize(p, &o, &s);
@@ -103,7 +104,7 @@ static void start(Run *run, const Case *c, RowShaper shape) {
   if (shape) shape(&run->x, &r);
   run->ref = malloc((size_t)(c->m * c->n + 1) * sizeof *run->ref);
   ck_assert_ptr_nonnull(run->ref);
-  softmax_reference(&run->x, run->ref);
+  row_reference(c->op, &run->x, run->ref);
   run->out = &run->x;
   if (!c->in_place) {
     ck_assert(matrix_alloc(&run->y, c->dtype, c->m, c->n, ys, GUARD));
@@ -283,11 +284,42 @@ static void shape_extremes(TjMatrix *x, TjRng *r) {
 }
 
 /* The exact properties beyond the tolerance check. */
+/* Log-softmax's: NaN rows as softmax's, -inf where x is -inf, uniform rows
+ * uniform, the one-hot's max exactly 0 and the rest far below, N = 1 gives 0. */
+static void check_log_row_exact(const Run *run, int64_t row, const char *label) {
+  const TjMatrix *x = &run->x, *y = run->out;
+  int kind = (int)(row % ROW_KINDS);
+  int64_t n = x->cols;
+  double first = matrix_get(y, row, 0);
+  bool nan_row = kind == ROW_ALL_NEG_INF || kind == ROW_POS_INF || kind == ROW_NAN;
+  for (int64_t c = 0; c < n; c++) {
+    double in = matrix_get(x, row, c), out = matrix_get(y, row, c);
+    if (nan_row)
+      ck_assert_msg(isnan(out), "%s row %lld col %lld: %g, want NaN", label, (long long)row,
+                    (long long)c, out);
+    else if (in == -INFINITY)
+      ck_assert_msg(out == -INFINITY, "%s row %lld col %lld: %g at -inf, want -inf", label,
+                    (long long)row, (long long)c, out);
+    if (kind >= ROW_ALL_MAX && kind <= ROW_ALL_SUBNORMAL)
+      ck_assert_msg(out == first, "%s row %lld: not uniform (%g, %g)", label, (long long)row, first,
+                    out);
+    if (kind == ROW_ONE_HOT)
+      ck_assert_msg(in > 0 ? out == 0.0 : out < -1e4, "%s row %lld col %lld: %g, want 0 at the "
+                    "max and far below elsewhere", label, (long long)row, (long long)c, out);
+  }
+  if (n == 1 && !nan_row)
+    ck_assert_msg(first == 0.0, "%s: N = 1 gives %g, want 0", label, first);
+}
+
 static void check_row_exact(const Run *run, int64_t row, const char *label) {
   const TjMatrix *x = &run->x, *y = run->out;
   int kind = (int)(row % ROW_KINDS);
   int64_t n = x->cols;
   double first = matrix_get(y, row, 0);
+  if (run->c.op == TJ_ROW_LOG_SOFTMAX) {
+    check_log_row_exact(run, row, label);
+    return;
+  }
   for (int64_t c = 0; c < n; c++) {
     double in = matrix_get(x, row, c), out = matrix_get(y, row, c);
     bool nan_row = kind == ROW_ALL_NEG_INF || kind == ROW_POS_INF || kind == ROW_NAN;
@@ -308,10 +340,12 @@ static void check_row_exact(const Run *run, int64_t row, const char *label) {
     ck_assert_msg(first == 1.0, "%s: N = 1 gives %g, want 1", label, first);
 }
 
-static void check_extremes(tj_softmax_template which, tj_dtype d, int64_t n, int64_t block) {
+static void check_extremes(tj_row_op op, tj_softmax_template which, tj_dtype d, int64_t n,
+                           int64_t block) {
   Case c =
       make_case(which, d, 2 * ROW_KINDS, n, test_seed(7, (uint64_t)n, (uint64_t)(which * 8 + d)));
   c.block = block;
+  c.op = op;
   char label[256];
   case_label(&c, label, sizeof label);
   Run run;
@@ -327,7 +361,36 @@ START_TEST(extreme_values) {
   tj_softmax_template which = _i < TJ_DTYPE_COUNT ? TJ_SOFTMAX_SINGLE : TJ_SOFTMAX_ONLINE;
   tj_dtype d = (tj_dtype)(_i % TJ_DTYPE_COUNT);
   for (size_t i = 0; i < sizeof extreme_widths / sizeof *extreme_widths; i++)
-    check_extremes(which, d, extreme_widths[i], which == TJ_SOFTMAX_ONLINE ? 64 : 0);
+    check_extremes(TJ_ROW_SOFTMAX, which, d, extreme_widths[i],
+                   which == TJ_SOFTMAX_ONLINE ? 64 : 0);
+}
+END_TEST
+
+/* ---- log-softmax ------------------------------------------------------- */
+
+/* log_softmax.tj and log_softmax_online.tj (loop index: dtype) at widths
+ * around the layouts' edges, strided, in place and with every extreme row. */
+START_TEST(log_softmax_rows) {
+  tj_dtype d = (tj_dtype)_i;
+  static const int64_t widths[] = {1, 2, 31, 32, 33, 100, 513, 1000, 4096, 4097, 100003};
+  for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++)
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+      int64_t n = widths[i], block = which == TJ_SOFTMAX_ONLINE ? 64 : 0;
+      Case c = make_case(which, d, n > 10000 ? 2 : 3, n,
+                         test_seed(9, (uint64_t)n, (uint64_t)(which * 8 + d)));
+      c.op = TJ_ROW_LOG_SOFTMAX;
+      c.block = block;
+      check_case(&c);
+      c.x_stride = n + 3;
+      c.y_stride = 2 * n + 1;
+      c.seed++;
+      check_case(&c);
+      c.x_stride = c.y_stride = n + 5;
+      c.in_place = true;
+      c.seed++;
+      check_case(&c);
+      if (n <= 4097) check_extremes(TJ_ROW_LOG_SOFTMAX, (tj_softmax_template)which, d, n, block);
+    }
 }
 END_TEST
 
@@ -541,6 +604,7 @@ static Suite *softmax_suite(void) {
   TCase *extremes = tcase_create("extremes");
   tcase_set_timeout(extremes, 120);
   tcase_add_loop_test(extremes, extreme_values, 0, 2 * TJ_DTYPE_COUNT);
+  tcase_add_loop_test(extremes, log_softmax_rows, 0, TJ_DTYPE_COUNT);
   suite_add_tcase(s, extremes);
   TCase *api = tcase_create("api");
   tcase_add_test(api, plan_for_every_kind_of_shape);

@@ -121,6 +121,7 @@ typedef struct Options {
   unsigned dtypes, backends; /* one bit per tj_dtype, per tj_backend */
   int reps;
   int offset; /* --offset: elements from a 16-byte boundary to x's and y's start */
+  int log_softmax; /* --log-softmax: tj_log_softmax instead of tj_softmax */
   const char *csv_path;
   int which_template;      /* --template, for plan */
   tj_softmax_options plan; /* --warps, --cluster, --split, --template (backend unused) */
@@ -475,6 +476,9 @@ static tj_status enqueue_softmax(Bench *b, void *arg) {
   const Case *c = arg;
   tj_softmax_options so = b->opt->plan;
   so.backend = c->backend;
+  if (b->opt->log_softmax)
+    return check_tj(b, "tj_log_softmax", tj_log_softmax(b->ctx, c->dtype, c->m, c->n, c->y, c->n,
+                                                        c->x, c->n, NULL, &so));
   return check_tj(b, "tj_softmax",
                   tj_softmax(b->ctx, c->dtype, c->m, c->n, c->y, c->n, c->x, c->n, NULL, &so));
 }
@@ -616,14 +620,16 @@ typedef struct Check {
   bool pass;
 } Check;
 
-/* Compares one row of y with the float64 softmax of row r of x. */
-static void check_row(const Case *c, const void *y_row, int64_t r, double *ref, Check *k) {
+/* Compares one row of y with the float64 softmax (or log-softmax) of row r of x. */
+static void check_row(const Case *c, bool log_op, const void *y_row, int64_t r, double *ref,
+                      Check *k) {
   const void *x_row = (const char *)c->host_x + (size_t)(r * c->n) * dtype_sizes[c->dtype];
   double m = -INFINITY, s = 0.0, rtol = rtols[c->dtype];
   for (int64_t i = 0; i < c->n; i++) m = fmax(m, get(x_row, c->dtype, i));
   for (int64_t i = 0; i < c->n; i++) s += ref[i] = exp(get(x_row, c->dtype, i) - m);
   for (int64_t i = 0; i < c->n; i++) {
-    double want = ref[i] / s, err = fabs(get(y_row, c->dtype, i) - want);
+    double want = log_op ? get(x_row, c->dtype, i) - m - log(s) : ref[i] / s;
+    double err = fabs(get(y_row, c->dtype, i) - want);
     double ratio = err / (abs_tol + rtol * fabs(want));
     if (!(ratio <= 1.0)) k->pass = false;
     if (isnan(err)) err = ratio = INFINITY; /* an unwritten (NaN) element */
@@ -663,7 +669,7 @@ static tj_status check_case(Bench *b, Case *c, Check *k) {
     int64_t r = row_to_check(b, c, i, all);
     st = check_tj(b, "download",
                   tj_copy_to_host(b->ctx, y_row, c->y + (uint64_t)r * row_bytes, row_bytes));
-    if (st == TJ_OK) check_row(c, y_row, r, ref, k);
+    if (st == TJ_OK) check_row(c, b->opt->log_softmax, y_row, r, ref, k);
   }
   free(y_row);
   free(ref);
@@ -699,6 +705,7 @@ static int shape_list(const Options *o, Shape *out) {
 }
 
 static void print_bandwidth_header(const Bench *b) {
+  if (b->opt->log_softmax) printf("\nthe op: tj_log_softmax");
   printf("\nbandwidth: GB/s = 2*M*N*elem / median kernel time; median of %d reps, each after an "
          "L2 flush\n(cuMemsetD8 over 512 MiB) and timed by its own CUDA events. Large set: M = "
          "ceil(256 MiB / (4 N))\nfor every dtype (x >= 256 MiB in f32, half that in f16/bf16). "
@@ -1214,6 +1221,8 @@ static const CliOption option_table[] = {
     {.name = "offset", .kind = CLI_INT, .offset = AT(offset), .lo = 0, .hi = 15,
      .modes = BANDWIDTH, .value = "E",
      .help = "x and y start E elements past a 16-byte boundary (default 0)"},
+    {.name = "log-softmax", .kind = CLI_FLAG, .offset = AT(log_softmax), .modes = BANDWIDTH,
+     .help = "tj_log_softmax (checked against the float64 log-softmax) instead"},
     {.name = "csv", .kind = CLI_TEXT, .offset = AT(csv_path), .value = "FILE",
      .modes = PLAN | CLI_MODE(MODE_CODEGEN),
      .help = "also write section,m,n,dtype,backend,metric,value,unit rows"},

@@ -285,5 +285,7 @@ int64_t ir_tile_len(const tj_program *p, tj_type t);
 /* The template texts, embedded at build time from templates/. */
 extern const char tj_template_softmax[];
 extern const char tj_template_softmax_online[];
+extern const char tj_template_log_softmax[];
+extern const char tj_template_log_softmax_online[];
 
 #endif /* TJ_IR_H */

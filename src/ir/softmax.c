@@ -12,18 +12,28 @@
  *                      (max, sum) pair, rescaling the sum when the max grows,
  *                      and a second loop normalizes and stores (x is read twice).
  *
+ * log_softmax.tj and log_softmax_online.tj are the same two with
+ * y = (x - max) - log(sum) for the output (tj_row_program, TJ_ROW_LOG_SOFTMAX).
  * Which one runs, and how it is specialized, is the strategy's business
- * (runtime/softmax_plan.c).
+ * (runtime/softmax_plan.c), the same for both ops.
  */
 #include "ir/ir.h"
 
 #include <string.h>
 
-tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_program **out) {
+tj_status tj_row_program(tj_row_op op, tj_softmax_template which, int64_t n, tj_program **out) {
+  static const char *const texts[TJ_ROW_OP_COUNT][2] = {
+      {tj_template_softmax, tj_template_softmax_online},
+      {tj_template_log_softmax, tj_template_log_softmax_online}};
   if (!out) return TJ_ERR_INVALID_ARGUMENT;
   *out = NULL;
-  if (n < 0 || (unsigned)which > TJ_SOFTMAX_ONLINE) return TJ_ERR_INVALID_ARGUMENT;
+  if (n < 0 || (unsigned)which > TJ_SOFTMAX_ONLINE || (unsigned)op >= TJ_ROW_OP_COUNT)
+    return TJ_ERR_INVALID_ARGUMENT;
   if (which == TJ_SOFTMAX_AUTO) which = n <= IR_MAX_TILE ? TJ_SOFTMAX_SINGLE : TJ_SOFTMAX_ONLINE;
-  const char *text = which == TJ_SOFTMAX_SINGLE ? tj_template_softmax : tj_template_softmax_online;
+  const char *text = texts[op][which == TJ_SOFTMAX_ONLINE];
   return tj_program_parse(text, strlen(text), out);
+}
+
+tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_program **out) {
+  return tj_row_program(TJ_ROW_SOFTMAX, which, n, out);
 }

@@ -5,12 +5,14 @@
  * What a launch selects is what changes the code: ALIGN, from the pointers
  * and the i64 parameters that reach an address (assume.c finds them, as it
  * does for tj_launch's checks), and BLOCK, from the size parameter. The
- * variants compiled so far sit in a small table behind one mutex; a miss
- * specializes the program and goes through tj_compile (the context's kernel
- * cache) under that mutex, so each variant compiles once. A full table
- * still launches, through the kernel cache, without keeping the variant.
- * tj_launch then checks the arguments against the variant's assumptions,
- * which hold by construction.
+ * variants compiled so far sit in a growing table behind a mutex held only
+ * to look up and add; a miss specializes the program under a second mutex
+ * (one specialization of the shared program at a time) and compiles it
+ * through tj_compile, whose kernel cache compiles each variant once however
+ * many threads ask, while launches of other variants go on. Creation tries
+ * one specialization, so bad options and constants fail there, not at every
+ * launch. tj_launch then checks the arguments against the variant's
+ * assumptions, which hold by construction.
  */
 #include "codegen/codegen.h" /* cg_elem_size */
 #include "runtime/runtime.h"
@@ -40,7 +42,9 @@ static void destroy(tj_function *f) {
   tj_free(f->bindings);
   tj_free(f->size_name);
   if (f->prog) ir_program_free(f->prog);
+  tj_free(f->variants);
   pthread_mutex_destroy(&f->lock);
+  pthread_mutex_destroy(&f->compile_lock);
   tj_free(f);
 }
 
@@ -89,6 +93,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
   tj_function *f = tj_alloc(sizeof *f);
   if (!f) return bad(why, size, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   pthread_mutex_init(&f->lock, NULL);
+  pthread_mutex_init(&f->compile_lock, NULL);
   f->ctx = ctx;
   f->size_param = -1;
   if (!(f->prog = ir_program_copy(p)) || !copy_options(f, o)) {
@@ -104,6 +109,18 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
       destroy(f);
       return TJ_ERR_INVALID_ARGUMENT;
     }
+  }
+  tj_spec_options probe = {.n = o->block ? o->block : 1, .block = o->block ? o->block : 1,
+                           .num_warps = o->num_warps, .dtype = o->dtype, .align = 16,
+                           .bindings = f->options.bindings,
+                           .binding_count = f->options.binding_count};
+  tj_spec *s = NULL;
+  tj_status st = tj_specialize(f->prog, &probe, &s); /* the options' mistakes, now */
+  tj_spec_destroy(s);
+  if (st != TJ_OK) {
+    snprintf(why, size, "%s", tj_program_error(f->prog));
+    destroy(f);
+    return st;
   }
   f->widest = rt_widest_pointee(f->prog, o->dtype);
   rt_assume_of(f->prog, o->dtype, 16, &f->assume);
@@ -163,7 +180,7 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
       return TJ_ERR_INVALID_ARGUMENT;
     }
     if (pointer && low_bit(v) < *align) *align = low_bit(v);
-    if (!pointer && f->assume.mask[i] && args[i].kind == TJ_ARG_INT &&
+    if (!pointer && f->assume.mask[i] && args[i].kind != TJ_ARG_FLOAT &&
         low_bit(v * (uint64_t)f->widest) < *align)
       *align = low_bit(v * (uint64_t)f->widest);
   }
@@ -173,6 +190,12 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
   if (s->kind != TJ_ARG_INT) {
     snprintf(why, size, "argument %d (%s) gives BLOCK: an integer", f->size_param,
              p->params[f->size_param]);
+    return TJ_ERR_INVALID_ARGUMENT;
+  }
+  bool i32 = param_type(p, f->size_param).elem == TJ_I32;
+  if (s->u.i < 0 || (i32 && s->u.i > INT32_MAX)) {
+    snprintf(why, size, "argument %d (%s) = %lld is no size: it gives BLOCK", f->size_param,
+             p->params[f->size_param], (long long)s->u.i);
     return TJ_ERR_INVALID_ARGUMENT;
   }
   if (s->u.i > IR_MAX_TILE) {
@@ -193,7 +216,8 @@ static tj_kernel *find(tj_function *f, int align, int64_t block) {
   return NULL;
 }
 
-/* The variant's kernel, compiled now if it is new; f->lock held. */
+/* The variant's kernel, specialized and compiled (f->compile_lock held:
+ * one specialization of the shared program at a time). */
 static tj_status compile(tj_function *f, int align, int64_t block, tj_kernel **out) {
   tj_spec_options o = {.n = block,
                        .block = block,
@@ -209,9 +233,21 @@ static tj_status compile(tj_function *f, int align, int64_t block, tj_kernel **o
                    f->prog->name, align, (long long)block, tj_program_error(f->prog));
   st = tj_compile(f->ctx, s, f->options.backend, out);
   tj_spec_destroy(s);
-  if (st != TJ_OK || f->nvariants == RT_FUNCTION_VARIANTS) return st;
-  f->variants[f->nvariants++] = (RtVariant){align, block, *out};
-  return TJ_OK;
+  return st;
+}
+
+/* Keeps a variant in the table (f->lock held), growing it; a full memory
+ * only means the next launch of it compiles through the kernel cache again. */
+static void keep(tj_function *f, int align, int64_t block, tj_kernel *k) {
+  if (find(f, align, block)) return;
+  if (f->nvariants == f->capacity) {
+    int capacity = f->capacity ? 2 * f->capacity : 8;
+    RtVariant *v = tj_realloc(f->variants, sizeof *v * (size_t)capacity);
+    if (!v) return;
+    f->variants = v;
+    f->capacity = capacity;
+  }
+  f->variants[f->nvariants++] = (RtVariant){align, block, k};
 }
 
 tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int64_t grid,
@@ -224,7 +260,15 @@ tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int6
   if (st != TJ_OK) return rt_fail(f->ctx, st, "tj_function_launch: %s", why);
   pthread_mutex_lock(&f->lock);
   tj_kernel *k = find(f, align, block);
-  if (!k) st = compile(f, align, block, &k);
   pthread_mutex_unlock(&f->lock);
-  return st == TJ_OK ? tj_launch(f->ctx, k, args, count, grid, stream) : st;
+  if (!k) { /* compiles never hold f->lock: launches of other variants go on */
+    pthread_mutex_lock(&f->compile_lock);
+    st = compile(f, align, block, &k);
+    pthread_mutex_unlock(&f->compile_lock);
+    if (st != TJ_OK) return st;
+    pthread_mutex_lock(&f->lock);
+    keep(f, align, block, k);
+    pthread_mutex_unlock(&f->lock);
+  }
+  return tj_launch(f->ctx, k, args, count, grid, stream);
 }

@@ -214,6 +214,7 @@ typedef struct RtDisk RtDisk;
 /* What picks a softmax kernel without building its key: the fast path. */
 typedef struct RtFastKey {
   int64_t n;
+  int op; /* tj_row_op */
   int dtype, align, backend;
   int phased; /* the rows' phases agree: vectors from each row's boundary */
   tj_softmax_plan plan; /* as planned, before any shrinking */
@@ -300,8 +301,6 @@ tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char
 
 /* ---------------------------------------------------------- function.c */
 
-#define RT_FUNCTION_VARIANTS 32
-
 typedef struct RtVariant {
   int align;
   int64_t block;
@@ -319,9 +318,10 @@ struct tj_function {
   int widest;     /* the widest pointee (bytes) */
   int param_elem[RT_MAX_PARAMS]; /* pointers: the pointee's size; -1 for scalars */
   RtAssume assume; /* at ALIGN 16: the parameters ALIGN constrains */
-  pthread_mutex_t lock;
-  RtVariant variants[RT_FUNCTION_VARIANTS];
-  int nvariants;
+  pthread_mutex_t lock;         /* the table: held for look-ups and additions only */
+  pthread_mutex_t compile_lock; /* one specialization of prog at a time */
+  RtVariant *variants;
+  int nvariants, capacity;
 };
 
 /* tj_function_create without the context check (ctx may be NULL). */

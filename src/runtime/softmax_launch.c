@@ -1,5 +1,6 @@
 /*
- * softmax_launch.c — tj_softmax: its checks and its launch path.
+ * softmax_launch.c — tj_softmax and tj_log_softmax: their checks and their
+ * one launch path (the row op is part of every key).
  *
  * The strategy (design.md section 5) is softmax_plan.c's: the plan for the
  * shape on the context's device. This file adds what depends on the call:
@@ -31,18 +32,21 @@ static const uint8_t softmax_params[] = {RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B6
 
 /* ----------------------------------------------------- argument checks */
 
-static tj_status invalid(tj_context *ctx, const char *what) {
-  return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_softmax: %s", what);
+static const char *const op_names[TJ_ROW_OP_COUNT] = {"tj_softmax", "tj_log_softmax"};
+
+static tj_status invalid(tj_context *ctx, tj_row_op op, const char *what) {
+  return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "%s: %s", op_names[op], what);
 }
 
-static tj_status check_options(tj_context *ctx, const tj_softmax_options *o) {
+static tj_status check_options(tj_context *ctx, tj_row_op op, const tj_softmax_options *o) {
   int w = o->num_warps;
   if (w < 0 || w > 32 || (w & (w - 1)) != 0)
-    return invalid(ctx, "num_warps must be 0 (default), 1, 2, 4, 8, 16 or 32");
-  if ((unsigned)o->backend >= TJ_BACKEND_COUNT) return invalid(ctx, "unknown backend");
-  if ((unsigned)o->which_template > TJ_SOFTMAX_ONLINE) return invalid(ctx, "unknown template");
-  if (o->cluster < 0 || o->cluster > 16) return invalid(ctx, "cluster must be 0 (default) to 16");
-  if (o->split < 0 || o->split > 1024) return invalid(ctx, "split must be 0 (default) to 1024");
+    return invalid(ctx, op, "num_warps must be 0 (default), 1, 2, 4, 8, 16 or 32");
+  if ((unsigned)o->backend >= TJ_BACKEND_COUNT) return invalid(ctx, op, "unknown backend");
+  if ((unsigned)o->which_template > TJ_SOFTMAX_ONLINE) return invalid(ctx, op, "unknown template");
+  if (o->cluster < 0 || o->cluster > 16)
+    return invalid(ctx, op, "cluster must be 0 (default) to 16");
+  if (o->split < 0 || o->split > 1024) return invalid(ctx, op, "split must be 0 (default) to 1024");
   return TJ_OK;
 }
 
@@ -54,20 +58,21 @@ static int64_t extent(int64_t m, int64_t n, int64_t stride, int elem) {
 }
 
 /* Shapes, strides and pointers of a non-empty call. */
-static tj_status check_matrix(tj_context *ctx, int elem, int64_t m, int64_t n, uint64_t y,
-                              int64_t y_stride, uint64_t x, int64_t x_stride) {
-  if (!y || !x) return invalid(ctx, "NULL x or y");
-  if (m > INT32_MAX) return invalid(ctx, "m over 2^31-1 rows (program ids are i32)");
-  if (n > INT32_MAX) return invalid(ctx, "n over 2^31-1 (the kernel's n is i32)");
+static tj_status check_matrix(tj_context *ctx, tj_row_op op, int elem, int64_t m, int64_t n,
+                              uint64_t y, int64_t y_stride, uint64_t x, int64_t x_stride) {
+  if (!y || !x) return invalid(ctx, op, "NULL x or y");
+  if (m > INT32_MAX) return invalid(ctx, op, "m over 2^31-1 rows (program ids are i32)");
+  if (n > INT32_MAX) return invalid(ctx, op, "n over 2^31-1 (the kernel's n is i32)");
   if (m == 1) y_stride = x_stride = n;
-  if (y_stride < n || x_stride < n) return invalid(ctx, "a row stride is smaller than n");
+  if (y_stride < n || x_stride < n) return invalid(ctx, op, "a row stride is smaller than n");
   int64_t y_span = extent(m, n, y_stride, elem), x_span = extent(m, n, x_stride, elem);
-  if (y_span < 0 || x_span < 0) return invalid(ctx, "the matrix spans over 2^63 bytes");
+  if (y_span < 0 || x_span < 0) return invalid(ctx, op, "the matrix spans over 2^63 bytes");
   if (y == x)
-    return y_stride == x_stride ? TJ_OK : invalid(ctx, "in place (y == x) needs equal strides");
+    return y_stride == x_stride ? TJ_OK : invalid(ctx, op, "in place (y == x) needs equal strides");
   uint64_t y_end = y + (uint64_t)y_span * (uint64_t)elem,
            x_end = x + (uint64_t)x_span * (uint64_t)elem;
-  if (y < x_end && x < y_end) return invalid(ctx, "y and x overlap without being the same matrix");
+  if (y < x_end && x < y_end)
+    return invalid(ctx, op, "y and x overlap without being the same matrix");
   return TJ_OK;
 }
 
@@ -99,16 +104,15 @@ static bool same_phase(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64
 /* ------------------------------------------------------- the fast path */
 
 static bool same_key(const RtFastKey *a, const RtFastKey *b) {
-  return a->n == b->n && a->dtype == b->dtype && a->align == b->align && a->phased == b->phased &&
-         a->backend == b->backend &&
-         a->plan.which == b->plan.which && a->plan.block == b->plan.block &&
-         a->plan.num_warps == b->plan.num_warps && a->plan.cluster == b->plan.cluster &&
-         a->plan.split == b->plan.split;
+  return a->n == b->n && a->op == b->op && a->dtype == b->dtype && a->align == b->align &&
+         a->phased == b->phased && a->backend == b->backend && a->plan.which == b->plan.which &&
+         a->plan.block == b->plan.block && a->plan.num_warps == b->plan.num_warps &&
+         a->plan.cluster == b->plan.cluster && a->plan.split == b->plan.split;
 }
 
 static RtFastSlot *slot_of(tj_context *ctx, const RtFastKey *k) {
   uint64_t h = (uint64_t)k->n * 0x9e3779b97f4a7c15ull;
-  h ^= (uint64_t)(k->dtype | k->align << 4 | k->phased << 9 | k->plan.num_warps << 10 |
+  h ^= (uint64_t)(k->dtype | k->op << 2 | k->align << 4 | k->phased << 9 | k->plan.num_warps << 10 |
                   k->backend << 16 | k->plan.which << 18 | k->plan.cluster << 20) ^
        (uint64_t)k->plan.split << 25;
   h ^= h >> 29;
@@ -163,16 +167,17 @@ static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_so
   tj_program *p = NULL;
   tj_spec *s = NULL;
   tj_spec_options o;
-  tj_status st = tj_softmax_program(plan->which, key->n, &p);
+  const char *name = op_names[key->op];
+  tj_status st = tj_row_program((tj_row_op)key->op, plan->which, key->n, &p);
   if (st != TJ_OK)
-    return rt_fail(ctx, st, "tj_softmax: template: %s",
+    return rt_fail(ctx, st, "%s: template: %s", name,
                    p ? tj_program_error(p) : tj_status_string(st));
   if ((st = tj_softmax_spec_options(plan, (tj_dtype)key->dtype, key->n, &o)) != TJ_OK)
-    st = rt_fail(ctx, st, "tj_softmax: no specialization for n = %lld", (long long)key->n);
+    st = rt_fail(ctx, st, "%s: no specialization for n = %lld", name, (long long)key->n);
   o.align = key->align;
   o.phased = key->phased;
   if (st == TJ_OK && (st = tj_specialize(p, &o, &s)) != TJ_OK)
-    st = rt_fail(ctx, st, "tj_softmax: %s", tj_program_error(p));
+    st = rt_fail(ctx, st, "%s: %s", name, tj_program_error(p));
   if (st == TJ_OK) st = rt_compile_entry(ctx, s, (tj_backend)key->backend, out);
   if (st == TJ_OK && (st = check_kernel(ctx, rt_entry_value(*out))) != TJ_OK)
     rt_entry_release(*out);
@@ -207,29 +212,31 @@ static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry 
 
 /* ------------------------------------------------------------- the API */
 
-tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
-                     int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
-                     const tj_softmax_options *opts) {
+static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n,
+                        uint64_t y, int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
+                        const tj_softmax_options *opts) {
   static const tj_softmax_options defaults;
   const tj_softmax_options *o = opts ? opts : &defaults;
-  if (!ctx) return rt_fail_no_handle("tj_softmax", "context");
-  if ((unsigned)dtype >= TJ_DTYPE_COUNT) return invalid(ctx, "unknown dtype");
-  if (m < 0 || n < 0) return invalid(ctx, "negative m or n");
-  tj_status st = check_options(ctx, o);
+  if (!ctx) return rt_fail_no_handle(op_names[op], "context");
+  if ((unsigned)dtype >= TJ_DTYPE_COUNT) return invalid(ctx, op, "unknown dtype");
+  if (m < 0 || n < 0) return invalid(ctx, op, "negative m or n");
+  tj_status st = check_options(ctx, op, o);
   if (st != TJ_OK || m == 0 || n == 0) return st;
   int elem = ir_dtype_size(dtype);
-  if ((st = check_matrix(ctx, elem, m, n, y, y_stride, x, x_stride)) != TJ_OK) return st;
+  if ((st = check_matrix(ctx, op, elem, m, n, y, y_stride, x, x_stride)) != TJ_OK) return st;
   RtFastKey key;
   memset(&key, 0, sizeof key);
   key.n = n;
+  key.op = op;
   key.dtype = dtype;
   key.align = alignment(elem, m, y, y_stride, x, x_stride);
   key.backend = o->backend;
-  if (key.align < elem) return invalid(ctx, "x or y is not aligned to its element size");
+  if (key.align < elem) return invalid(ctx, op, "x or y is not aligned to its element size");
   bool any_phase = key.align < 16 && n * elem >= PHASED_ROW_BYTES &&
                    same_phase(elem, m, y, y_stride, x, x_stride);
   if ((st = tj_softmax_plan_for(&ctx->info, dtype, m, n, o, &key.plan)) != TJ_OK)
-    return rt_fail(ctx, st, "tj_softmax: no plan for %lld x %lld%s", (long long)m, (long long)n,
+    return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", op_names[op], (long long)m,
+                   (long long)n,
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
                                               "online template, or AUTO, takes any n)"
                                             : "");
@@ -254,4 +261,16 @@ tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint
   st = rt_launch(ctx, rt_entry_value(e), params, hidden, m, stream);
   rt_entry_release(e);
   return st;
+}
+
+tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
+                     int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
+                     const tj_softmax_options *opts) {
+  return row_op(TJ_ROW_SOFTMAX, ctx, dtype, m, n, y, y_stride, x, x_stride, stream, opts);
+}
+
+tj_status tj_log_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
+                         int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
+                         const tj_softmax_options *opts) {
+  return row_op(TJ_ROW_LOG_SOFTMAX, ctx, dtype, m, n, y, y_stride, x, x_stride, stream, opts);
 }

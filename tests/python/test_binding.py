@@ -11,8 +11,8 @@ tilejit.Error NO_DRIVER). GPU checks need torch with CUDA: f32/f16/bf16
 softmax against a float64 CPU reference with the project's testing
 tolerances, NaN-poisoned outputs, strided rows, in place, streams,
 __cuda_array_interface__ objects, concurrent first use, the per-layout
-argument cache, and the errors each bad input must raise; and a user's
-program through tilejit.Function against torch.log_softmax.
+argument cache, and the errors each bad input must raise; log_softmax
+against torch.log_softmax; and a user's program through tilejit.Function.
 
 Run as a script, it exits 0 when all passed, 1 when a check failed, 77 when
 the host checks passed and the GPU checks were skipped (no torch or GPU).
@@ -321,6 +321,40 @@ def test_dtypes_and_widths():
 
 
 @gpu
+def test_log_softmax():
+    """tilejit.log_softmax against torch.log_softmax in float64: every dtype,
+    widths to 100003, out poisoned, strided, in place, and the extreme rows
+    (all -inf, +inf, NaN: NaN; -inf among finite values: -inf)."""
+    checked = 0
+    for name in ("f32", "f16", "bf16"):
+        for n in WIDTHS[::3] + [WIDTHS[-1]]:
+            m = 67 if n <= 4096 else 3
+            x = fresh(m, n, name)
+            ref = torch.log_softmax(x.detach().cpu().double(), dim=-1)
+            out = poisoned_like(x)
+            expect(tilejit.log_softmax(x, out=out) is out, "log_softmax did not return out")
+            expect_close(out, ref, name, f"{name} {m}x{n} log_softmax")
+            wide = poisoned_like(torch.empty(m, n + 5, dtype=x.dtype, device="cuda"))
+            wide[:, :n] = x
+            tilejit.log_softmax(wide[:, :n], out=wide[:, :n])  # strided, in place
+            expect_close(wide[:, :n], ref, name, f"{name} {m}x{n} in place, strided")
+            expect(bool(torch.isnan(wide[:, n:]).all()), f"{name} {m}x{n}: gap written")
+            checked += 1
+        x = fresh(4, 100, name)
+        x[0] = float("-inf")
+        x[1, 7] = float("inf")
+        x[2, 9] = float("nan")
+        x[3, ::3] = float("-inf")
+        out = tilejit.log_softmax(x).double().cpu()
+        expect(bool(torch.isnan(out[:3]).all()), f"{name}: extreme rows are not all NaN")
+        expect(bool((out[3, ::3] == float("-inf")).all()), f"{name}: -inf does not give -inf")
+        ref = torch.log_softmax(x.detach().cpu().double(), dim=-1)[3]
+        finite = torch.isfinite(ref)
+        expect_close(out[3][finite], ref[finite], name, f"{name} -inf among finite")
+    print(f"{checked} shapes x 2")
+
+
+@gpu
 def test_layout_cache():
     """Calls of one layout share the arguments prepared by the first: each
     must still use its own pointers, out and the current stream."""
@@ -563,7 +597,7 @@ def test_function():
     x = fresh(4, 32, "f32")
     expect_raises(tilejit.Error, lambda: bad[4](x, x, 32, 32), "takes 5 arguments, got 4")
     expect_raises(TypeError, lambda: bad[4](x, x, 32, True, 1.0), "bool")
-    expect_raises(ValueError, lambda: bad[4](x.cpu(), x, 32, 32, 1.0), "CUDA tensor")
+    expect_raises(ValueError, lambda: bad[4](x.cpu(), x, 32, 32, 1.0), "the function runs on")
 
 
 @gpu

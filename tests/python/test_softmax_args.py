@@ -85,7 +85,7 @@ def in_child(name):
     recorder = None
     if name != "no_driver":
         recorder = Recorder()
-        tilejit._tj_softmax_raw = recorder
+        tilejit._RAW[0] = recorder
         tilejit._contexts[0] = ctypes.c_void_p(CTX0)
         tilejit._contexts[1] = ctypes.c_void_p(CTX1)
         tilejit._lib.tj_context_error = lambda ctx: b"fake: x and y overlap"
