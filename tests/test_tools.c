@@ -251,6 +251,11 @@ START_TEST(no_gpu_exits_3) {
   const char *const interp[] = {"tj-softmax", "--interp", "-m", "2", "-n", "8", NULL};
   expect_status(&r, interp, 0);
   assert_contains(r.out, "PASS");
+  const char *const log[] = {"tj-softmax", "--interp", "--log-softmax", "-m", "3", "-n", "1000",
+                             NULL};
+  expect_status(&r, log, 0);
+  assert_contains(r.out, "log_softmax#");
+  assert_contains(r.out, "PASS");
 }
 END_TEST
 

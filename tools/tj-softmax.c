@@ -2,7 +2,7 @@
  * tj-softmax — row-wise softmax of an M x N matrix of fresh random data,
  * checked against a float64 reference.
  *
- *   tj-softmax [--interp] -m M -n N [--dtype f32|f16|bf16] [--seed S]
+ *   tj-softmax [--interp] [--log-softmax] -m M -n N [--dtype f32|f16|bf16] [--seed S]
  *              [--warps W] [--iters K]
  *
  * With --interp the softmax program (as specialize() below plans it) runs
@@ -47,6 +47,7 @@ typedef struct Options {
   int64_t seed;
   int64_t warps; /* 0: tilejit's default */
   int64_t iters;
+  int log_softmax; /* --log-softmax: tj_log_softmax and its reference */
 } Options;
 
 static const char *const dtype_names[TJ_DTYPE_COUNT + 1] = {"f32", "f16", "bf16", NULL};
@@ -67,6 +68,8 @@ static const CliOption option_table[] = {
      .value = "T", .help = "storage type: f32, f16 or bf16 (default f32)"},
     {.name = "seed", .kind = CLI_INT64, .offset = AT(seed), .lo = 0, .hi = INT64_MAX,
      .value = "S", .help = "random seed (default: from the clock; printed)"},
+    {.name = "log-softmax", .kind = CLI_FLAG, .offset = AT(log_softmax),
+     .help = "log-softmax (tj_log_softmax, templates/log_softmax*.tj) instead"},
     {.name = "warps", .kind = CLI_INT64, .offset = AT(warps), .lo = 1, .hi = 32, .value = "W",
      .help = "NUM_WARPS, a power of two (default: tilejit's choice)"},
     {.name = "iters", .kind = CLI_INT64, .offset = AT(iters), .lo = 1, .hi = 1000000,
@@ -76,7 +79,7 @@ static const CliOption option_table[] = {
 
 static const CliTool tool = {
     .name = "tj-softmax",
-    .usage = "tj-softmax [--interp] -m M -n N [--dtype f32|f16|bf16] [--seed S]\n"
+    .usage = "tj-softmax [--interp] [--log-softmax] -m M -n N [--dtype f32|f16|bf16] [--seed S]\n"
              "                  [--warps W] [--iters K]",
     .about = "Softmax of fresh random data, checked against a float64 reference: on the\n"
              "GPU (compile time, kernel time, GB/s) or, with --interp, the interpreter.\n",
@@ -165,7 +168,7 @@ typedef struct Errors {
   int64_t bad;
 } Errors;
 
-/* Compares row r of y with the float64 softmax of row r of x. */
+/* Compares row r of y with the float64 softmax (or log-softmax) of row r of x. */
 static void check_row(const void *x, const void *y, const Options *o, int64_t r, double *ref,
                       Errors *e) {
   DataTolerance t = data_tolerance(elem_of(o->dtype));
@@ -174,7 +177,8 @@ static void check_row(const void *x, const void *y, const Options *o, int64_t r,
   for (int64_t c = 0; c < o->n; c++) m = fmax(m, get(x, o->dtype, base + c));
   for (int64_t c = 0; c < o->n; c++) s += ref[c] = exp(get(x, o->dtype, base + c) - m);
   for (int64_t c = 0; c < o->n; c++) {
-    double want = ref[c] / s, got = get(y, o->dtype, base + c);
+    double want = o->log_softmax ? get(x, o->dtype, base + c) - m - log(s) : ref[c] / s;
+    double got = get(y, o->dtype, base + c);
     double err = fabs(got - want), ratio = err / (t.atol + t.rtol * fabs(want));
     if (isnan(want) && isnan(got)) continue;
     if (!(ratio <= 1.0)) e->bad++;
@@ -208,7 +212,8 @@ static tj_spec *specialize(const Options *o, tj_program **p) {
                                 .which_template = o->n > (1 << 20) ? TJ_SOFTMAX_ONLINE
                                                                    : TJ_SOFTMAX_AUTO};
   tj_status st = tj_softmax_plan_for(NULL, o->dtype, o->m, o->n, &options, &plan);
-  if (st == TJ_OK) st = tj_softmax_program(plan.which, o->n, p);
+  tj_row_op op = o->log_softmax ? TJ_ROW_LOG_SOFTMAX : TJ_ROW_SOFTMAX;
+  if (st == TJ_OK) st = tj_row_program(op, plan.which, o->n, p);
   if (st == TJ_OK) st = tj_softmax_spec_options(&plan, o->dtype, o->n, &so);
   if (st == TJ_OK) st = tj_specialize(*p, &so, &s);
   if (st != TJ_OK)
@@ -321,6 +326,8 @@ static void gpu_close(Gpu *g) {
 
 static tj_status gpu_softmax(Gpu *g, const Options *o) {
   tj_softmax_options so = {.num_warps = (int)o->warps};
+  if (o->log_softmax)
+    return tj_log_softmax(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, NULL, &so);
   return tj_softmax(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, NULL, &so);
 }
 
