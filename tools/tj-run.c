@@ -364,8 +364,9 @@ static void written(const Options *o, const Param *q) {
 static int buffer_align(const Options *o, const tj_program *p) {
   int widest = 1, align = 16;
   for (int i = 0; i < p->ninsts; i++) {
+    if (p->insts[i].op != TJ_OP_PARAM) continue; /* others may have no result */
     tj_type t = p->types[p->insts[i].result];
-    if (p->insts[i].op != TJ_OP_PARAM || t.shape != TJ_POINTER) continue;
+    if (t.shape != TJ_POINTER) continue;
     int size = t.elem != TJ_DTYPE        ? data_elem_size((tj_elem)t.elem)
                : o->dtype == TJ_DTYPE_F32 ? 4
                                           : 2;
