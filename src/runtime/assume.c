@@ -42,22 +42,24 @@ static void mark_address_inputs(const tj_program *p, uint8_t *feeds) {
   }
 }
 
-int rt_widest_pointee(const tj_program *p, tj_dtype dtype) {
-  int widest = 0;
+/* Each pointer parameter's element size (DTYPE as dtype), and the widest. */
+static void pointees(const tj_program *p, tj_dtype dtype, RtAssume *out) {
   for (int i = 0; i < p->ninsts; i++) {
     const IrInst *in = &p->insts[i];
-    tj_type t = in->result != IR_NONE ? p->types[in->result] : (tj_type){0};
-    if (in->op != TJ_OP_PARAM || t.shape != TJ_POINTER) continue;
+    int at = (int)in->iimm;
+    if (in->op != TJ_OP_PARAM || at < 0 || at >= RT_MAX_PARAMS) continue;
+    tj_type t = p->types[in->result];
+    if (t.shape != TJ_POINTER) continue;
     int size = t.elem == TJ_DTYPE ? ir_dtype_size(dtype) : cg_elem_size((tj_elem)t.elem);
-    if (size > widest) widest = size;
+    out->pointee[at] = (uint8_t)size;
+    if (size > out->widest) out->widest = size;
   }
-  return widest;
 }
 
 void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out) {
   memset(out, 0, sizeof *out);
   out->align = align;
-  int widest = rt_widest_pointee(p, dtype);
+  pointees(p, dtype, out);
   uint8_t *feeds = tj_alloc((size_t)p->nvalues + 1);
   if (!feeds) return; /* no checks rather than a failed compile */
   mark_address_inputs(p, feeds);
@@ -68,10 +70,9 @@ void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out)
     tj_type t = p->types[in->result];
     uint32_t multiple = 1;
     if (t.shape == TJ_POINTER) multiple = (uint32_t)align;
-    if (t.shape == TJ_SCALAR && t.elem == TJ_I64 && feeds[in->result] && widest)
-      multiple = (uint32_t)(align / widest > 1 ? align / widest : 1);
+    if (t.shape == TJ_SCALAR && t.elem == TJ_I64 && feeds[in->result] && out->widest)
+      multiple = (uint32_t)(align / out->widest > 1 ? align / out->widest : 1);
     out->mask[at] = multiple - 1;
-    out->is_pointer[at] = t.shape == TJ_POINTER;
     snprintf(out->names[at], sizeof out->names[at], "%s", p->params[at]);
   }
   tj_free(feeds);
@@ -88,7 +89,7 @@ tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char
     uint64_t v = args[i].kind == TJ_ARG_PTR ? (uint64_t)(uintptr_t)args[i].u.ptr
                                             : (uint64_t)args[i].u.i;
     if (!(v & a->mask[i])) continue;
-    if (a->is_pointer[i])
+    if (a->pointee[i])
       snprintf(why, size,
                "argument %d (%s) = %#llx is not %u-byte aligned, as the kernel was specialized "
                "for (ALIGN = %d): specialize with a smaller align, or phased",

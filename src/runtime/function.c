@@ -11,10 +11,9 @@
  * through tj_compile, whose kernel cache compiles each variant once however
  * many threads ask, while launches of other variants go on. Creation tries
  * one specialization, so bad options and constants fail there, not at every
- * launch. tj_launch then checks the arguments against the variant's
- * assumptions, which hold by construction.
+ * launch. The arguments meet the variant's assumptions by construction, so
+ * the launch packs them without tj_launch's checks (rt_launch_args).
  */
-#include "codegen/codegen.h" /* cg_elem_size */
 #include "runtime/runtime.h"
 
 #include <stdio.h>
@@ -74,6 +73,17 @@ static tj_status bad(char *why, size_t size, tj_status st, const char *text) {
   return st;
 }
 
+/* The specialization options of variant (align, block). */
+static tj_spec_options variant_options(const tj_function *f, int align, int64_t block) {
+  return (tj_spec_options){.n = block,
+                           .block = block,
+                           .num_warps = f->options.num_warps,
+                           .dtype = f->options.dtype,
+                           .align = align,
+                           .bindings = f->options.bindings,
+                           .binding_count = f->options.binding_count};
+}
+
 tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_function_options *o,
                           tj_function **out, char *why, size_t size) {
   *out = NULL;
@@ -103,6 +113,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
   if (!o->block) {
     f->size_param = param_index(f->prog, o->size_param);
     tj_type t = f->size_param >= 0 ? param_type(f->prog, f->size_param) : (tj_type){0};
+    f->size_i32 = t.elem == TJ_I32;
     if (f->size_param < 0 || t.shape != TJ_SCALAR || (t.elem != TJ_I32 && t.elem != TJ_I64)) {
       snprintf(why, size, "options: size_param '%.40s' is no i32 or i64 parameter of %s",
                o->size_param, f->prog->name);
@@ -110,10 +121,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
       return TJ_ERR_INVALID_ARGUMENT;
     }
   }
-  tj_spec_options probe = {.n = o->block ? o->block : 1, .block = o->block ? o->block : 1,
-                           .num_warps = o->num_warps, .dtype = o->dtype, .align = 16,
-                           .bindings = f->options.bindings,
-                           .binding_count = f->options.binding_count};
+  tj_spec_options probe = variant_options(f, 16, o->block ? o->block : 1);
   tj_spec *s = NULL;
   tj_status st = tj_specialize(f->prog, &probe, &s); /* the options' mistakes, now */
   tj_spec_destroy(s);
@@ -122,14 +130,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
     destroy(f);
     return st;
   }
-  f->widest = rt_widest_pointee(f->prog, o->dtype);
   rt_assume_of(f->prog, o->dtype, 16, &f->assume);
-  for (int i = 0; i < f->prog->nparams; i++) {
-    tj_type t = param_type(f->prog, i);
-    f->param_elem[i] = t.shape != TJ_POINTER ? -1
-                       : t.elem == TJ_DTYPE  ? ir_dtype_size(o->dtype)
-                                             : cg_elem_size((tj_elem)t.elem);
-  }
   *out = f;
   return TJ_OK;
 }
@@ -166,23 +167,22 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
     return TJ_ERR_INVALID_ARGUMENT;
   }
   *align = 16;
+  const RtAssume *a = &f->assume; /* at ALIGN 16: mask[i] set for what ALIGN constrains */
   for (int i = 0; i < count; i++) {
-    bool pointer = f->param_elem[i] > 0;
+    int pointee = a->pointee[i];
     uint64_t v = args[i].kind == TJ_ARG_PTR ? (uint64_t)(uintptr_t)args[i].u.ptr
                                             : (uint64_t)args[i].u.i;
-    if (pointer && args[i].kind == TJ_ARG_FLOAT) {
+    if (pointee && args[i].kind == TJ_ARG_FLOAT) {
       snprintf(why, size, "argument %d (%s) is a pointer, not a float", i, p->params[i]);
       return TJ_ERR_INVALID_ARGUMENT;
     }
-    if (pointer && (v % (uint64_t)f->param_elem[i]) != 0) {
+    if (pointee && v % (uint64_t)pointee) {
       snprintf(why, size, "argument %d (%s) = %#llx is not aligned to its %d-byte elements", i,
-               p->params[i], (unsigned long long)v, f->param_elem[i]);
+               p->params[i], (unsigned long long)v, pointee);
       return TJ_ERR_INVALID_ARGUMENT;
     }
-    if (pointer && low_bit(v) < *align) *align = low_bit(v);
-    if (!pointer && f->assume.mask[i] && args[i].kind != TJ_ARG_FLOAT &&
-        low_bit(v * (uint64_t)f->widest) < *align)
-      *align = low_bit(v * (uint64_t)f->widest);
+    int bits = pointee ? low_bit(v) : low_bit(v * (uint64_t)a->widest); /* bytes for strides */
+    if (a->mask[i] && args[i].kind != TJ_ARG_FLOAT && bits < *align) *align = bits;
   }
   *block = f->options.block;
   if (f->size_param < 0) return TJ_OK;
@@ -192,8 +192,7 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
              p->params[f->size_param]);
     return TJ_ERR_INVALID_ARGUMENT;
   }
-  bool i32 = param_type(p, f->size_param).elem == TJ_I32;
-  if (s->u.i < 0 || (i32 && s->u.i > INT32_MAX)) {
+  if (s->u.i < 0 || (f->size_i32 && s->u.i > INT32_MAX)) {
     snprintf(why, size, "argument %d (%s) = %lld is no size: it gives BLOCK", f->size_param,
              p->params[f->size_param], (long long)s->u.i);
     return TJ_ERR_INVALID_ARGUMENT;
@@ -219,13 +218,7 @@ static tj_kernel *find(tj_function *f, int align, int64_t block) {
 /* The variant's kernel, specialized and compiled (f->compile_lock held:
  * one specialization of the shared program at a time). */
 static tj_status compile(tj_function *f, int align, int64_t block, tj_kernel **out) {
-  tj_spec_options o = {.n = block,
-                       .block = block,
-                       .num_warps = f->options.num_warps,
-                       .dtype = f->options.dtype,
-                       .align = align,
-                       .bindings = f->options.bindings,
-                       .binding_count = f->options.binding_count};
+  tj_spec_options o = variant_options(f, align, block);
   tj_spec *s = NULL;
   tj_status st = tj_specialize(f->prog, &o, &s);
   if (st != TJ_OK)
@@ -270,5 +263,5 @@ tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int6
     keep(f, align, block, k);
     pthread_mutex_unlock(&f->lock);
   }
-  return tj_launch(f->ctx, k, args, count, grid, stream);
+  return rt_launch_args(f->ctx, k, args, count, grid, stream);
 }

@@ -209,13 +209,18 @@ tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int
   if (count != wanted || (count > 0 && !args))
     return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_launch: %s takes %d arguments, got %d%s",
                    k->report.info.entry, wanted, count, args ? "" : " (args NULL)");
+  char why[512];
+  if (rt_assume_check(&k->assume, args, count, why, sizeof why) != TJ_OK)
+    return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_launch: %s: %s", k->report.info.entry, why);
+  return rt_launch_args(ctx, k, args, count, grid, stream);
+}
+
+tj_status rt_launch_args(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
+                         int64_t grid, void *stream) {
   if (grid < 0 || grid > INT32_MAX)
     return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT,
                    "tj_launch: grid %lld is outside [0, 2^31-1] (program_id is i32)",
                    (long long)grid);
-  char why[512];
-  if (rt_assume_check(&k->assume, args, count, why, sizeof why) != TJ_OK)
-    return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "tj_launch: %s: %s", k->report.info.entry, why);
   uint64_t slots[RT_MAX_PARAMS], hidden[2] = {0, 0};
   void *params[RT_MAX_PARAMS + 2];
   for (int i = 0; i < count; i++) {

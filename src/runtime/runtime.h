@@ -281,19 +281,18 @@ typedef enum RtParamKind { RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_F32, RT_PARAM_F6
 
 /* What a kernel compiled from a spec assumed of its arguments (assume.c):
  * argument i must have no bit of mask[i] set (a pointer's bytes, an i64's
- * elements); 0 where nothing is assumed. */
+ * elements); 0 where nothing is assumed. pointee[i]: a pointer's element
+ * size in bytes, 0 for a scalar; widest: the largest of them. */
 typedef struct RtAssume {
   uint32_t mask[RT_MAX_PARAMS];
-  bool is_pointer[RT_MAX_PARAMS];
+  uint8_t pointee[RT_MAX_PARAMS];
   char names[RT_MAX_PARAMS][32];
-  int align;
+  int align, widest;
 } RtAssume;
 
 void rt_assume_from_spec(const tj_spec *s, RtAssume *out);
 /* The same for a program (DTYPE pointees as dtype) at align bytes. */
 void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out);
-/* The widest pointee of p's pointer parameters in bytes (DTYPE as dtype). */
-int rt_widest_pointee(const tj_program *p, tj_dtype dtype);
 /* TJ_OK, or TJ_ERR_INVALID_ARGUMENT with the argument and the assumption
  * it breaks in why. */
 tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char *why,
@@ -315,9 +314,8 @@ struct tj_function {
   char **names;     /* the bindings' names */
   char *size_name;
   int size_param; /* parameter index, or -1 */
-  int widest;     /* the widest pointee (bytes) */
-  int param_elem[RT_MAX_PARAMS]; /* pointers: the pointee's size; -1 for scalars */
-  RtAssume assume; /* at ALIGN 16: the parameters ALIGN constrains */
+  bool size_i32;  /* the size parameter is an i32 */
+  RtAssume assume; /* at ALIGN 16: the parameters ALIGN constrains, pointee sizes */
   pthread_mutex_t lock;         /* the table: held for look-ups and additions only */
   pthread_mutex_t compile_lock; /* one specialization of prog at a time */
   RtVariant *variants;
@@ -499,6 +497,11 @@ int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instan
  * filled here from hidden[2]. instances > 0. */
 tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t *hidden,
                     int64_t instances, void *stream);
+/* tj_launch after its checks of the kernel, the count and the assumptions
+ * (JIT functions, whose variants meet them by construction): the grid's
+ * range, the arguments packed by kind, the launch. */
+tj_status rt_launch_args(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
+                         int64_t grid, void *stream);
 /* Frees every stream's workspace (context teardown, after a synchronize). */
 void rt_workspace_free_all(tj_context *ctx);
 
