@@ -65,6 +65,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv, gmtime_r */
 
 #include "cli.h"
+#include "data.h"
 #include "tilejit.h"
 #include "runtime/runtime.h" /* the driver table: events, raw launches */
 
@@ -134,8 +135,6 @@ typedef struct Shape {
 static const char *const dtype_names[TJ_DTYPE_COUNT] = {"f32", "f16", "bf16"};
 static const char *const dtype_choices[] = {"f32", "f16", "bf16", "all", NULL};
 static const size_t dtype_sizes[TJ_DTYPE_COUNT] = {4, 2, 2};
-static const double rtols[TJ_DTYPE_COUNT] = {1.3e-6, 1e-3, 1.6e-2};
-static const double abs_tol = 1e-5; /* atol of every dtype */
 static const char *const backend_names[TJ_BACKEND_COUNT] = {"ptx", "nvrtc"};
 static const char *const backend_choices[] = {"ptx", "nvrtc", "both", NULL};
 static const char *const set_choices[] = {"large", "small", "wide", "huge", "odd", "all", NULL};
@@ -179,29 +178,6 @@ static const char *verdict(double value, double target) {
 /* GB/s of bytes moved in us microseconds. */
 static double gbps(double bytes, double us) { return us > 0.0 ? bytes / us * 1e-3 : 0.0; }
 
-static uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *state) { return (double)(splitmix64(state) >> 11) * 0x1p-53; }
-
-static double get(const void *buf, tj_dtype d, int64_t i) {
-  if (d == TJ_DTYPE_F32) return ((const float *)buf)[i];
-  uint16_t h = ((const uint16_t *)buf)[i];
-  return d == TJ_DTYPE_F16 ? tj_f16_to_f32(h) : tj_bf16_to_f32(h);
-}
-
-static void set(void *buf, tj_dtype d, int64_t i, double v) {
-  if (d == TJ_DTYPE_F32)
-    ((float *)buf)[i] = (float)v;
-  else if (d == TJ_DTYPE_F16)
-    ((uint16_t *)buf)[i] = tj_f32_to_f16((float)v);
-  else
-    ((uint16_t *)buf)[i] = tj_f32_to_bf16((float)v);
-}
 
 /* ---- CSV ---------------------------------------------------------------- */
 
@@ -434,9 +410,9 @@ typedef struct Case {
 static void fill_x(Bench *b, Case *c) {
   double spread = c->dtype == TJ_DTYPE_F32 ? 100.0 : 20.0;
   for (int64_t r = 0; r < c->m; r++) {
-    double offset = (2.0 * uniform(&b->rng) - 1.0) * spread - 2.0;
+    double offset = (2.0 * data_uniform(&b->rng) - 1.0) * spread - 2.0;
     for (int64_t i = r * c->n, end = i + c->n; i < end; i++)
-      set(c->host_x, c->dtype, i, 4.0 * uniform(&b->rng) + offset);
+      data_set(c->host_x, data_elem_of(c->dtype), i, 4.0 * data_uniform(&b->rng) + offset);
   }
 }
 
@@ -624,13 +600,12 @@ typedef struct Check {
 static void check_row(const Case *c, bool log_op, const void *y_row, int64_t r, double *ref,
                       Check *k) {
   const void *x_row = (const char *)c->host_x + (size_t)(r * c->n) * dtype_sizes[c->dtype];
-  double m = -INFINITY, s = 0.0, rtol = rtols[c->dtype];
-  for (int64_t i = 0; i < c->n; i++) m = fmax(m, get(x_row, c->dtype, i));
-  for (int64_t i = 0; i < c->n; i++) s += ref[i] = exp(get(x_row, c->dtype, i) - m);
+  tj_elem elem = data_elem_of(c->dtype);
+  DataTolerance t = data_tolerance(elem);
+  data_row_reference(x_row, elem, c->n, log_op, ref);
   for (int64_t i = 0; i < c->n; i++) {
-    double want = log_op ? get(x_row, c->dtype, i) - m - log(s) : ref[i] / s;
-    double err = fabs(get(y_row, c->dtype, i) - want);
-    double ratio = err / (abs_tol + rtol * fabs(want));
+    double want = ref[i], err = fabs(data_get(y_row, elem, i) - want);
+    double ratio = err / (t.atol + t.rtol * fabs(want));
     if (!(ratio <= 1.0)) k->pass = false;
     if (isnan(err)) err = ratio = INFINITY; /* an unwritten (NaN) element */
     if (err > k->max_abs) k->max_abs = err;
@@ -643,7 +618,7 @@ static void check_row(const Case *c, bool log_op, const void *y_row, int64_t r, 
  * the last and random ones. */
 static int64_t row_to_check(Bench *b, const Case *c, int64_t i, bool all) {
   if (all || i == 0) return i;
-  return i == 1 ? c->m - 1 : (int64_t)(splitmix64(&b->rng) % (uint64_t)c->m);
+  return i == 1 ? c->m - 1 : (int64_t)(data_next(&b->rng) % (uint64_t)c->m);
 }
 
 static int64_t rows_to_check(const Case *c, bool all) {
@@ -1050,7 +1025,7 @@ static int warm_child(void) {
   size_t count = (size_t)WARM_M * WARM_N, bytes = count * sizeof(float);
   float *host = allocate(count, sizeof *host, "x on the host");
   uint64_t x = 0, y = 0, rng = 42;
-  for (size_t i = 0; host && i < count; i++) host[i] = (float)(8.0 * uniform(&rng) - 4.0);
+  for (size_t i = 0; host && i < count; i++) host[i] = (float)(8.0 * data_uniform(&rng) - 4.0);
   if (host) st = tj_device_alloc(ctx, bytes, &x);
   if (host && st == TJ_OK) st = tj_device_alloc(ctx, bytes, &y);
   if (host && st == TJ_OK) st = tj_copy_to_device(ctx, x, host, bytes);

@@ -141,14 +141,6 @@ static void host_free(Host *h) {
   free(h->times);
 }
 
-/* The dtype's element type, for data.h. */
-static tj_elem elem_of(int dtype) {
-  return dtype == TJ_DTYPE_F32 ? TJ_F32 : dtype == TJ_DTYPE_F16 ? TJ_F16 : TJ_BF16;
-}
-
-static double get(const void *buf, tj_dtype d, int64_t i) { return data_get(buf, elem_of(d), i); }
-
-static void set(void *buf, tj_dtype d, int64_t i, double v) { data_set(buf, elem_of(d), i, v); }
 
 /* x = 3 * normal + a row offset: up to +-1e4 in f32, +-100 in 16 bits. */
 static void fill(void *x, const Options *o) {
@@ -157,7 +149,7 @@ static void fill(void *x, const Options *o) {
   for (int64_t r = 0; r < o->m; r++) {
     double offset = (2.0 * data_uniform(&state) - 1.0) * spread;
     for (int64_t c = 0; c < o->n; c++)
-      set(x, o->dtype, r * o->n + c, 3.0 * data_normal(&state) + offset);
+      data_set(x, data_elem_of(o->dtype), r * o->n + c, 3.0 * data_normal(&state) + offset);
   }
 }
 
@@ -171,14 +163,13 @@ typedef struct Errors {
 /* Compares row r of y with the float64 softmax (or log-softmax) of row r of x. */
 static void check_row(const void *x, const void *y, const Options *o, int64_t r, double *ref,
                       Errors *e) {
-  DataTolerance t = data_tolerance(elem_of(o->dtype));
+  tj_elem elem = data_elem_of(o->dtype);
+  DataTolerance t = data_tolerance(elem);
   int64_t base = r * o->n;
-  double m = -INFINITY, s = 0.0;
-  for (int64_t c = 0; c < o->n; c++) m = fmax(m, get(x, o->dtype, base + c));
-  for (int64_t c = 0; c < o->n; c++) s += ref[c] = exp(get(x, o->dtype, base + c) - m);
+  data_row_reference((const char *)x + (size_t)base * dtype_sizes[o->dtype], elem, o->n,
+                     o->log_softmax, ref);
   for (int64_t c = 0; c < o->n; c++) {
-    double want = o->log_softmax ? get(x, o->dtype, base + c) - m - log(s) : ref[c] / s;
-    double got = get(y, o->dtype, base + c);
+    double want = ref[c], got = data_get(y, elem, base + c);
     double err = fabs(got - want), ratio = err / (t.atol + t.rtol * fabs(want));
     if (isnan(want) && isnan(got)) continue;
     if (!(ratio <= 1.0)) e->bad++;
@@ -240,7 +231,7 @@ static double interpret(tj_spec *s, void *y, void *x, const Options *o, size_t b
 }
 
 static int report(const Options *o, const tj_spec *s, double run_s, const Errors *e) {
-  DataTolerance t = data_tolerance(elem_of(o->dtype));
+  DataTolerance t = data_tolerance(data_elem_of(o->dtype));
   int pass = e->bad == 0;
   printf("tj-softmax: interp %s M=%lld N=%lld seed=%lld\n  %s\n", dtype_names[o->dtype],
          (long long)o->m, (long long)o->n, (long long)o->seed, tj_spec_key(s));
@@ -393,8 +384,8 @@ static int gpu_run(Gpu *g, const Options *o, Host *h) {
   printf("  kernel %.2f us (median of %lld), %.1f GB/s\n", us, (long long)o->iters,
          us > 0.0 ? bytes_moved / us * 1e-3 : 0.0);
   printf("  max abs error %.3g, max error / (atol + rtol |ref|) %.3g (rtol %g, atol %g)\n",
-         e.max_abs, e.max_ratio, data_tolerance(elem_of(o->dtype)).rtol,
-         data_tolerance(elem_of(o->dtype)).atol);
+         e.max_abs, e.max_ratio, data_tolerance(data_elem_of(o->dtype)).rtol,
+         data_tolerance(data_elem_of(o->dtype)).atol);
   printf("%s\n", e.bad == 0 ? "PASS" : "FAIL");
   return e.bad == 0 ? 0 : 1;
 }

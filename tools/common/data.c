@@ -54,6 +54,19 @@ int data_elem_size(tj_elem elem) {
   }
 }
 
+tj_elem data_elem_of(tj_dtype d) {
+  return d == TJ_DTYPE_F32 ? TJ_F32 : d == TJ_DTYPE_F16 ? TJ_F16 : TJ_BF16;
+}
+
+void data_row_reference(const void *x, tj_elem elem, int64_t n, bool log_softmax,
+                        double *want) {
+  double m = -INFINITY, s = 0.0;
+  for (int64_t i = 0; i < n; i++) m = fmax(m, data_get(x, elem, i));
+  for (int64_t i = 0; i < n; i++) s += want[i] = exp(data_get(x, elem, i) - m);
+  for (int64_t i = 0; i < n; i++)
+    want[i] = log_softmax ? data_get(x, elem, i) - m - log(s) : want[i] / s;
+}
+
 DataTolerance data_tolerance(tj_elem elem) {
   switch (elem) {
   case TJ_F32: return (DataTolerance){1.3e-6, 1e-5};

@@ -1,7 +1,8 @@
 /*
  * data.h — host data the tools share (data.c): a seeded random stream,
- * elements of any pointee type read and written as doubles, and the
- * testing rules' tolerance per element type.
+ * elements of any pointee type read and written as doubles, the float64
+ * reference rows of the shipped row ops, and the testing rules' tolerance
+ * per element type.
  */
 #ifndef TJ_TOOLS_DATA_H
 #define TJ_TOOLS_DATA_H
@@ -23,6 +24,12 @@ double data_normal(uint64_t *state);
 double data_get(const void *buf, tj_elem elem, int64_t i);
 void data_set(void *buf, tj_elem elem, int64_t i, double v);
 int data_elem_size(tj_elem elem); /* bytes; 0 for pred and DTYPE */
+tj_elem data_elem_of(tj_dtype d);  /* a storage dtype's element type */
+
+/* The float64 softmax, or log-softmax, of the n elements of x (elem) into
+ * want: exp(x - max) / sum, or (x - max) - log sum, max ignoring NaN. */
+void data_row_reference(const void *x, tj_elem elem, int64_t n, bool log_softmax,
+                        double *want);
 
 /* |got - want| <= atol + rtol |want| (torch's defaults per dtype: f32
  * 1.3e-6 and 1e-5, f16 1e-3 and 1e-5, bf16 1.6e-2 and 1e-5; integers
