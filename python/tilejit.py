@@ -361,13 +361,14 @@ def _dtype_code(dtype):
     return code
 
 
-def _c_int(value, what):
-    """value for a C int field: ctypes would silently keep only its low 32
-    bits (num_warps=2**32 + 1 would become 1)."""
+def _c_int(value, what, bits=32):
+    """value for a C int (or int64) field: ctypes would silently keep only
+    its low bits (num_warps=2**32 + 1 would become 1)."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"tilejit: {what} must be an int, not {type(value).__name__}")
-    if not -2**31 <= value < 2**31:
-        raise ValueError(f"tilejit: {what} must fit a C int, not {value}")
+    if not -2**(bits - 1) <= value < 2**(bits - 1):
+        raise ValueError(f"tilejit: {what} must fit {'a C int' if bits == 32 else 'an int64'}, "
+                         f"not {value}")
     return value
 
 
@@ -834,10 +835,10 @@ class Function:
                              "value) or block")
         names = list((constants or {}).items())
         self._bindings = (_Binding * max(len(names), 1))(
-            *[_Binding(str(k).encode(), _c_int64(v, f"constant {k}")) for k, v in names])
+            *[_Binding(str(k).encode(), _c_int(v, f"constant {k}", 64)) for k, v in names])
         self._size_param = size_param.encode() if size_param is not None else None
         options = _FunctionOptions(
-            _dtype_code(dtype), _c_int(num_warps, "num_warps"), _c_int64(block, "block"),
+            _dtype_code(dtype), _c_int(num_warps, "num_warps"), _c_int(block, "block", 64),
             self._size_param, self._bindings if names else None, len(names),
             _choice(_BACKENDS, backend, "backend"))
         self._ctx = _context(_ordinal(device))
@@ -874,7 +875,7 @@ class Function:
     def launch(self, grid, *args, stream=None):
         if not self._handle:
             raise ValueError("tilejit.Function: destroyed")
-        grid = _c_int64(grid, "grid")
+        grid = _c_int(grid, "grid", 64)
         array = (_Arg * max(len(args), 1))()
         streams = [None, None]  # torch's current stream, the first interface's
         for i, value in enumerate(args):
@@ -891,14 +892,6 @@ class Function:
                             f"{type(stream).__name__}")
         _check(_lib.tj_function_launch(self._handle, array, len(args), grid, stream or None),
                self._ctx)
-
-
-def _c_int64(value, what):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"tilejit: {what} must be an int, not {type(value).__name__}")
-    if not -2**63 <= value < 2**63:
-        raise ValueError(f"tilejit: {what} must fit an int64, not {value}")
-    return value
 
 
 def _launch_arg(value, i, device):
@@ -920,7 +913,7 @@ def _launch_arg(value, i, device):
     if isinstance(value, bool):
         raise TypeError(f"tilejit.Function: argument {i} is a bool; give an int")
     if isinstance(value, int):
-        return _ARG_INT, "i", _c_int64(value, f"argument {i}"), None, False
+        return _ARG_INT, "i", _c_int(value, f"argument {i}", 64), None, False
     if isinstance(value, float):
         return _ARG_FLOAT, "f", value, None, False
     raise TypeError(f"tilejit.Function: argument {i} ({type(value).__name__}) is no tensor, "
