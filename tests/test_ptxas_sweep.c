@@ -164,101 +164,95 @@ START_TEST(every_specialization_assembles) {
 }
 END_TEST
 
-/* Phased (codegen/phase.c): every default single-tile specialization, for
- * rows at any phase, assembles without spills (with tj_softmax's CTAs of at
- * most 512 threads for phased kernels). */
-START_TEST(phased_defaults_assemble_without_spills) {
-  enum { TOTAL = (MAX_LOG_BLOCK + 1) * TJ_DTYPE_COUNT * 3 };
-  Case cases[TOTAL];
-  int n = 0, worst = 0;
-  PtxBatch *batches[3];
-  for (int a = 0; a < 3; a++) batches[a] = ptx_batch_new(ptxas, archs[a], 24);
-  for (int d = 0; d < TJ_DTYPE_COUNT; d++)
-    for (int lb = 0; lb <= MAX_LOG_BLOCK; lb++)
-      for (int a = 0; a < 3; a++) {
-        Case *c = &cases[n++];
-        int64_t block = (int64_t)1 << lb;
-        int warps = plan_warps(archs[a], (tj_dtype)d, block);
-        *c = (Case){TJ_SOFTMAX_SINGLE, (tj_dtype)d, block, warps < 16 ? warps : 16, archs[a], -1};
-        SoftmaxConfig cfg = {c->which, c->dtype, block, block, c->warps,
-                             (int)dtype_bytes(c->dtype), c->arch, 0, 1};
-        char why[TJ_ERROR_MAX + 64] = "";
-        char *ptx = softmax_ptx(&cfg, NULL, NULL, why, sizeof why);
-        ck_assert_msg(ptx != NULL, "phased %s BLOCK=%lld: %s", ir_dtype_name(c->dtype),
-                      (long long)block, why);
-        c->index = ptx_batch_add(batches[a], ptx);
-        tj_free(ptx);
-      }
-  for (int a = 0; a < 3; a++) ptx_batch_run(batches[a]);
-  for (int i = 0; i < n; i++) {
-    const Case *c = &cases[i];
-    const PtxBatch *b = batches[c->arch == 75 ? 0 : c->arch == 80 ? 1 : 2];
-    const PtxReport *r = ptx_batch_report(b, c->index);
-    ck_assert_msg(r->assembled, "phased %s BLOCK=%lld sm_%d does not assemble:\n%s",
-                  ir_dtype_name(c->dtype), (long long)c->block, c->arch, ptx_batch_first_error(b));
-    ck_assert_msg(!r->spill_bytes && !r->stack_bytes && !r->local_bytes,
-                  "phased %s BLOCK=%lld warps=%d sm_%d: %d bytes spilled, %d stack, %d local (%d "
-                  "registers)",
-                  ir_dtype_name(c->dtype), (long long)c->block, c->warps, c->arch, r->spill_bytes,
-                  r->stack_bytes, r->local_bytes, r->registers);
-    if (r->registers > worst) worst = r->registers;
-  }
-  printf("phased: %d default kernels assembled without spills (at most %d registers)\n", n, worst);
-  for (int a = 0; a < 3; a++) ptx_batch_free(batches[a]);
-}
-END_TEST
+/* The PTX of a default single-tile specialization of some kind at BLOCK
+ * block for dtype d and arch (its warps in *warps); NULL fails the test. */
+typedef char *(*DefaultPtx)(tj_dtype d, int64_t block, int arch, int *warps);
 
-/* Log-softmax as tj_log_softmax plans it (softmax's plan): every default
- * single-tile BLOCK up to 32768, every dtype and arch, aligned, assembles.
- * Unlike softmax's, some spill (19 of 144 on 2026-11-25, 8 to 48 bytes): it
- * holds d while it sums e, where softmax holds e alone, and softmax's
- * occupancy request leaves it short (BLOCK 1024 and 16-bit 8192 on sm_90,
- * smaller tiles on sm_80). Requesting fewer CTAs for
- * it removed those spills but measured slower at BLOCK 16384 and on wide
- * rows (bench/RESULTS.md), so the spills are counted and printed. */
-START_TEST(log_softmax_defaults_assemble) {
+/* Every default single-tile BLOCK up to 32768, every dtype and arch, made
+ * by make, assembles; a spill fails when spills_fail, else it is printed. */
+static void sweep_defaults(const char *what, DefaultPtx make, bool spills_fail) {
   enum { TOTAL = (MAX_LOG_BLOCK + 1) * TJ_DTYPE_COUNT * 3 };
   Case cases[TOTAL];
-  int n = 0, spilled = 0;
+  int n = 0, worst = 0, spilled = 0;
   PtxBatch *batches[3];
   for (int a = 0; a < 3; a++) batches[a] = ptx_batch_new(ptxas, archs[a], 24);
   for (int d = 0; d < TJ_DTYPE_COUNT; d++)
     for (int lb = 0; lb <= MAX_LOG_BLOCK; lb++)
       for (int a = 0; a < 3; a++) {
         Case *c = &cases[n++];
-        int64_t block = (int64_t)1 << lb;
-        tj_program *p;
-        tj_spec *s;
-        tj_spec_options o;
-        ck_assert_int_eq(tj_row_program(TJ_ROW_LOG_SOFTMAX, TJ_SOFTMAX_SINGLE, block, &p), TJ_OK);
-        ck_assert_int_eq(
-            softmax_spec_options(TJ_SOFTMAX_SINGLE, (tj_dtype)d, 65536, block, archs[a], 0, &o),
-            TJ_OK);
-        ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
-        *c = (Case){TJ_SOFTMAX_SINGLE, (tj_dtype)d, block, o.num_warps, archs[a], -1};
-        tj_codegen_options co = {archs[a], 0, 0};
-        char *ptx = NULL;
-        ck_assert_msg(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+        *c = (Case){TJ_SOFTMAX_SINGLE, (tj_dtype)d, (int64_t)1 << lb, 0, archs[a], -1};
+        char *ptx = make(c->dtype, c->block, c->arch, &c->warps);
         c->index = ptx_batch_add(batches[a], ptx);
         tj_free(ptx);
-        tj_spec_destroy(s);
-        tj_program_destroy(p);
       }
   for (int a = 0; a < 3; a++) ptx_batch_run(batches[a]);
   for (int i = 0; i < n; i++) {
     const Case *c = &cases[i];
     const PtxBatch *b = batches[c->arch == 75 ? 0 : c->arch == 80 ? 1 : 2];
     const PtxReport *r = ptx_batch_report(b, c->index);
-    ck_assert_msg(r->assembled, "log-softmax %s BLOCK=%lld sm_%d does not assemble:\n%s",
+    ck_assert_msg(r->assembled, "%s %s BLOCK=%lld sm_%d does not assemble:\n%s", what,
                   ir_dtype_name(c->dtype), (long long)c->block, c->arch, ptx_batch_first_error(b));
-    if (!r->spill_bytes && !r->stack_bytes) continue;
+    if (r->registers > worst) worst = r->registers;
+    if (!r->spill_bytes && !r->stack_bytes && !r->local_bytes) continue;
+    ck_assert_msg(!spills_fail,
+                  "%s %s BLOCK=%lld warps=%d sm_%d: %d bytes spilled, %d stack, %d local (%d "
+                  "registers)",
+                  what, ir_dtype_name(c->dtype), (long long)c->block, c->warps, c->arch,
+                  r->spill_bytes, r->stack_bytes, r->local_bytes, r->registers);
     spilled++;
-    printf("  log-softmax %s BLOCK=%lld warps=%d sm_%d: %d bytes spilled (%d registers)\n",
+    printf("  %s %s BLOCK=%lld warps=%d sm_%d: %d bytes spilled (%d registers)\n", what,
            ir_dtype_name(c->dtype), (long long)c->block, c->warps, c->arch, r->spill_bytes,
            r->registers);
   }
-  printf("log-softmax: %d default kernels assembled, %d with spills\n", n, spilled);
+  printf("%s: %d default kernels assembled, %d with spills (at most %d registers)\n", what, n,
+         spilled, worst);
   for (int a = 0; a < 3; a++) ptx_batch_free(batches[a]);
+}
+
+/* Phased, with tj_softmax's CTAs of at most 512 threads for phased kernels. */
+static char *phased_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
+  int w = plan_warps(arch, d, block);
+  *warps = w < 16 ? w : 16;
+  SoftmaxConfig cfg = {TJ_SOFTMAX_SINGLE, d, block, block, *warps, (int)dtype_bytes(d), arch,
+                       0, 1};
+  char why[TJ_ERROR_MAX + 64] = "";
+  char *ptx = softmax_ptx(&cfg, NULL, NULL, why, sizeof why);
+  ck_assert_msg(ptx != NULL, "phased %s BLOCK=%lld: %s", ir_dtype_name(d), (long long)block, why);
+  return ptx;
+}
+
+/* Log-softmax as tj_log_softmax plans it (softmax's plan), aligned. */
+static char *log_softmax_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
+  tj_program *p;
+  tj_spec *s;
+  tj_spec_options o;
+  ck_assert_int_eq(tj_row_program(TJ_ROW_LOG_SOFTMAX, TJ_SOFTMAX_SINGLE, block, &p), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(TJ_SOFTMAX_SINGLE, d, 65536, block, arch, 0, &o), TJ_OK);
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  *warps = o.num_warps;
+  tj_codegen_options co = {arch, 0, 0};
+  char *ptx = NULL;
+  ck_assert_msg(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  return ptx;
+}
+
+/* Phased (codegen/phase.c): every default single-tile specialization, for
+ * rows at any phase, assembles without spills. */
+START_TEST(phased_defaults_assemble_without_spills) {
+  sweep_defaults("phased", phased_ptx, true);
+}
+END_TEST
+
+/* Log-softmax: every default assembles. Unlike softmax's, some spill (19 of
+ * 144 on 2026-11-25, 8 to 48 bytes): it holds d while it sums e, where
+ * softmax holds e alone, and softmax's occupancy request leaves it short
+ * (BLOCK 1024 and 16-bit 8192 on sm_90, smaller tiles on sm_80). Requesting
+ * fewer CTAs for it removed those spills but measured slower at BLOCK
+ * 16384 and on wide rows (bench/RESULTS.md), so the spills are printed. */
+START_TEST(log_softmax_defaults_assemble) {
+  sweep_defaults("log-softmax", log_softmax_ptx, false);
 }
 END_TEST
 
