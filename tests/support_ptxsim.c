@@ -1866,6 +1866,30 @@ bool ptxsim_launch(const char *ptx, const tj_arg *args, int nargs, const PtxsimL
   return ok && !s.failed;
 }
 
+bool ptxsim_run_spec(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_t programs,
+                     int64_t max_steps, char *why, size_t why_size) {
+  tj_codegen_options o = {arch, 0, 0};
+  tj_kernel_info info;
+  char *ptx = NULL;
+  if (tj_emit_ptx(s, &o, &ptx, &info) != TJ_OK) {
+    snprintf(why, why_size, "emit: %s", tj_spec_error(s));
+    return false;
+  }
+  const tj_launch_shape *shape = &info.shape;
+  int64_t units = (programs + shape->programs_per_cta - 1) / shape->programs_per_cta;
+  units = units > 2 ? units / 2 : units > 0 ? units : 1;
+  size_t ws_bytes = TJ_WORKSPACE_COUNTERS + (size_t)units * (size_t)shape->workspace_bytes;
+  void *ws = shape->workspace_bytes ? calloc(1, ws_bytes) : NULL;
+  PtxsimLaunch launch = {programs, (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0,
+                         max_steps};
+  bool ok = (ws || !shape->workspace_bytes) &&
+            ptxsim_launch(ptx, args, nargs, &launch, NULL, why, why_size);
+  if (shape->workspace_bytes && !ws) snprintf(why, why_size, "no memory for the workspace");
+  free(ws);
+  tj_free(ptx);
+  return ok;
+}
+
 bool ptxsim_run(const char *ptx, const tj_arg *args, int nargs, int64_t programs, int ctas,
                 char *why, size_t why_size) {
   PtxsimLaunch launch = {programs, ctas, NULL, 0, 0};

@@ -89,26 +89,6 @@ static void label(const Case *k, char *out, size_t size) {
            k->in_place ? " in place" : "", k->cluster, k->split, k->arch);
 }
 
-static bool simulate(tj_spec *s, const Case *k, const tj_arg *args, char *why, size_t size) {
-  tj_codegen_options o = {k->arch, 0, 0};
-  tj_kernel_info info;
-  char *ptx = NULL;
-  if (tj_emit_ptx(s, &o, &ptx, &info) != TJ_OK) {
-    snprintf(why, size, "emit: %s", tj_spec_error(s));
-    return false;
-  }
-  const tj_launch_shape *shape = &info.shape;
-  int64_t units = (k->rows + shape->programs_per_cta - 1) / shape->programs_per_cta;
-  units = units > 2 ? units / 2 : units; /* the grid-stride loop runs too */
-  size_t ws_bytes = TJ_WORKSPACE_COUNTERS + (size_t)units * (size_t)shape->workspace_bytes;
-  void *ws = shape->workspace_bytes ? calloc(1, ws_bytes) : NULL;
-  PtxsimLaunch launch = {k->rows, (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0, 0};
-  bool ok = ptxsim_launch(ptx, args, 5, &launch, NULL, why, size);
-  free(ws);
-  tj_free(ptx);
-  return ok;
-}
-
 static void run(const Case *k) {
   char name[200], why[2048];
   label(k, name, sizeof name);
@@ -135,7 +115,8 @@ static void run(const Case *k) {
   const void *ref = k->in_place ? copy.arg.u.ptr : want.arg.u.ptr;
   args[0] = k->in_place ? x.arg : y.arg;
   args[1] = x.arg;
-  ck_assert_msg(simulate(s, k, args, why, sizeof why), "%s: %s", name, why);
+  ck_assert_msg(ptxsim_run_spec(s, k->arch, args, 5, k->rows, 0, why, sizeof why), "%s: %s", name,
+                why);
   const void *got = args[0].u.ptr;
   TjTolerance t = dtype_tolerance(d);
   t.rtol *= 4;
