@@ -31,7 +31,8 @@
  */
 #include "cli.h"
 #include "data.h"
-#include "ir/ir.h" /* the specialized program's parameters and accesses */
+#include "ir/ir.h"           /* the specialized program's parameters and accesses */
+#include "runtime/runtime.h" /* rt_assume_of: the widest pointee */
 #include "tilejit.h"
 
 #include <math.h>
@@ -362,16 +363,9 @@ static void written(const Options *o, const Param *q) {
 /* ALIGN the buffers give: 16 bytes, halved while a row of S elements of
  * the widest pointee is no multiple of it. */
 static int buffer_align(const Options *o, const tj_program *p) {
-  int widest = 1, align = 16;
-  for (int i = 0; i < p->ninsts; i++) {
-    if (p->insts[i].op != TJ_OP_PARAM) continue; /* others may have no result */
-    tj_type t = p->types[p->insts[i].result];
-    if (t.shape != TJ_POINTER) continue;
-    int size = t.elem != TJ_DTYPE        ? data_elem_size((tj_elem)t.elem)
-               : o->dtype == TJ_DTYPE_F32 ? 4
-                                          : 2;
-    widest = size > widest ? size : widest;
-  }
+  RtAssume a; /* its widest pointee, as tj_launch's checks count it */
+  rt_assume_of(p, (tj_dtype)o->dtype, 16, &a);
+  int widest = a.widest > 1 ? a.widest : 1, align = 16;
   while (align > widest && (o->stride * widest) % align) align /= 2;
   return align;
 }
