@@ -164,7 +164,8 @@ template <class T> __device__ __forceinline__ T tj_select(bool c, T a, T b) { re
 /* ---- groups of threads ---------------------------------------------------- */
 
 /* A program instance runs on a group of G threads (a power of two): G <= 32
- * lanes of one warp, or the whole CTA. The mask names the group's lanes. */
+ * lanes of one warp, or whole warps (the CTA, or T/G groups of them). The
+ * mask names the group's lanes. */
 template <int G> __device__ __forceinline__ unsigned tj_group_mask() {
   if constexpr (G >= 32)
     return 0xffffffffu;
@@ -203,7 +204,8 @@ __device__ __forceinline__ int tj_from_bits(unsigned u, int) { return (int)u; }
 
 /* Combines x over the G threads of a group; every thread gets the same value
  * (a butterfly gives each lane the same operands, and warps are read in
- * order). For G > 32 (the whole CTA), scratch holds one word per warp. */
+ * order). For G > 32 (whole warps, the CTA or a part of it), scratch holds
+ * one word per warp of the CTA, and a group reads its own warps' words. */
 template <class Op, int G, class T>
 __device__ __forceinline__ T tj_group_reduce(T x, unsigned mask, unsigned *scratch) {
 #pragma unroll
@@ -212,9 +214,10 @@ __device__ __forceinline__ T tj_group_reduce(T x, unsigned mask, unsigned *scrat
   if constexpr (G > 32) {
     if ((threadIdx.x & 31u) == 0) scratch[threadIdx.x / 32] = tj_bits(x);
     __syncthreads();
-    x = tj_from_bits(scratch[0], x);
+    const unsigned *group = scratch + threadIdx.x / G * (G / 32);
+    x = tj_from_bits(group[0], x);
 #pragma unroll
-    for (int w = 1; w < G / 32; w++) x = Op::apply(x, tj_from_bits(scratch[w], x));
+    for (int w = 1; w < G / 32; w++) x = Op::apply(x, tj_from_bits(group[w], x));
     __syncthreads();
   }
   return x;
