@@ -201,10 +201,15 @@ typedef struct CgLayout {
 } CgLayout;
 
 /* Threads of a CTA of `threads` per instance whose longest tile has
- * `longest` elements in `vectors` vectors (both backends use it). */
-int cg_group_size(int threads, int64_t longest, int64_t vectors, bool packable);
-/* The geometry of c, once the longest tile and its VEC are known. */
-tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec);
+ * `vectors` vectors, and which holds `held` elements of such tiles at once
+ * (the tile's length times the tiles of that length it loads; both
+ * backends use it). */
+int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable);
+/* The tiles of length len a program loads (at least 1): what it holds at once. */
+int cg_tiles_loaded(const tj_program *p, int64_t len);
+/* The geometry of c, once the longest tile, its VEC and the tiles of that
+ * length loaded are known. */
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int loaded);
 /* Whether an instance spreads over several CTAs (CLUSTER or SPLIT > 1). */
 bool cg_multi_cta(const CgCtx *c);
 /* Element offset of slot k within the instance's tile, relative to lane*VEC. */

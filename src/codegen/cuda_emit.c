@@ -7,8 +7,9 @@
  * The mapping is deliberately simple. A program instance runs on a group of
  * G threads of a CTA of T = 32*NUM_WARPS, chosen by the geometry's rule
  * that the PTX backend uses too (cg_group_size, codegen/geometry.c): rows
- * of up to 1024 elements take a lane group of up to one warp, longer ones
- * the whole CTA, with T/G instances per CTA. Clusters and grid-wide splits
+ * of up to 1024 elements (counting every tile of that length loaded) take
+ * a lane group of up to one warp, longer ones whole warps (up to the CTA),
+ * with T/G instances per CTA. Clusters and grid-wide splits
  * are the PTX backend's alone (TJ_ERR_UNSUPPORTED here). A tile of L
  * elements is a local array of E = ceil(L/G) slots per thread, slot j of rank
  * r holding element j*G + r; every access uses a constant j inside an
@@ -375,7 +376,7 @@ static tj_status choose_layout(Emit *e, tj_spec *s) {
   for (int i = 0; i < e->p->ninsts; i++)
     reduces |= e->p->insts[i].op == TJ_OP_REDUCE_MAX || e->p->insts[i].op == TJ_OP_REDUCE_SUM;
   e->threads = 32 * s->num_warps;
-  e->group = cg_group_size(e->threads, widest, widest, true);
+  e->group = cg_group_size(e->threads, widest * cg_tiles_loaded(e->p, widest), widest, true);
   e->programs = e->threads / e->group;
   e->scratch = reduces && e->group > 32;
   if (slots_of(e, widest) > CG_CUDA_MAX_SLOTS) {

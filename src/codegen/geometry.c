@@ -39,20 +39,32 @@ static int64_t pow2_ceil(int64_t v) {
 
 /*
  * Threads of a CTA per instance, for a CTA of `threads` threads whose
- * longest tile has `longest` elements in `vectors` vectors:
- *   - rows of up to CG_WARP_ROW_MAX elements stay inside one warp: G is the
- *     row's vectors rounded up to a power of two, at most 32 lanes, so no
- *     shared memory or barrier is ever needed;
- *   - longer rows spread over min(T, vectors) threads, whole warps;
+ * longest tile has `vectors` vectors, `held` elements of such tiles loaded
+ * at once (softmax holds x; its backward y and dy, twice as many):
+ *   - instances holding up to CG_WARP_ROW_MAX elements stay inside one
+ *     warp: G is the row's vectors rounded up to a power of two, at most 32
+ *     lanes, so no shared memory or barrier is ever needed;
+ *   - larger ones spread over min(T, vectors) threads, whole warps;
  *   - when instances may not share a CTA (a loop holding a reduction has
  *     bounds that differ between instances, so shfl.sync and bar.sync would
  *     be reached unequally), G = T.
  */
-int cg_group_size(int threads, int64_t longest, int64_t vectors, bool packable) {
+int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable) {
   vectors = pow2_ceil(vectors);
-  if (packable && longest <= CG_WARP_ROW_MAX) return (int)(vectors < 32 ? vectors : 32);
+  if (packable && held <= CG_WARP_ROW_MAX) return (int)(vectors < 32 ? vectors : 32);
   if (packable && vectors < threads) return (int)(vectors < 32 ? 32 : vectors);
   return threads;
+}
+
+int cg_tiles_loaded(const tj_program *p, int64_t len) {
+  int loaded = 0;
+  for (int i = 0; i < p->ninsts; i++) {
+    const IrInst *in = &p->insts[i];
+    if (in->op == TJ_OP_LOAD && p->types[in->result].shape == TJ_TILE &&
+        ir_tile_len(p, p->types[in->result]) == len)
+      loaded++;
+  }
+  return loaded > 0 ? loaded : 1;
 }
 
 /* Clusters need sm_90; the grid level reads one partial per thread of a
@@ -73,7 +85,7 @@ static tj_status check_levels(CgCtx *c) {
   return TJ_OK;
 }
 
-tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec) {
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int loaded) {
   CgGeometry *g = &c->geo;
   g->warps = c->spec->num_warps;
   g->threads = 32 * g->warps;
@@ -82,7 +94,7 @@ tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec) {
   tj_status st = check_levels(c);
   if (st != TJ_OK) return st;
   bool one_cta = g->cluster == 1 && g->split == 1;
-  g->group = one_cta ? cg_group_size(g->threads, longest, (longest + vec - 1) / vec,
+  g->group = one_cta ? cg_group_size(g->threads, longest * loaded, (longest + vec - 1) / vec,
                                      c->facts.packable)
                      : g->threads;
   g->programs = g->threads / g->group;

@@ -151,7 +151,7 @@ tj_status cg_plan_layout(CgCtx *c) {
   int64_t longest;
   int vec;
   longest_tile(c, &longest, &vec);
-  if ((st = cg_plan_geometry(c, longest, vec)) != TJ_OK) return st;
+  if ((st = cg_plan_geometry(c, longest, vec, cg_tiles_loaded(c->p, longest))) != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
   if (st == TJ_OK) st = cg_plan_stream(c);
   cg_unphase_streamed(c);
@@ -160,6 +160,21 @@ tj_status cg_plan_layout(CgCtx *c) {
 }
 
 CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].layout]; }
+
+/* 2 registers (a 64-bit row address) for each pointer a tile is loaded
+ * from or stored to beyond softmax's two (softmax backward has three: at 56
+ * registers, BLOCK 512 in f32 spilled 16 bytes on sm_90). */
+static int extra_bases(const CgCtx *c) {
+  int bases[8], count = 0;
+  for (int i = 0; i < c->p->ninsts && count < 8; i++) {
+    const IrInst *in = &c->p->insts[i];
+    if (!is_memory(in) || c->p->types[in->args[1]].shape != TJ_TILE) continue;
+    bool seen = false;
+    for (int j = 0; j < count; j++) seen |= bases[j] == in->args[0];
+    if (!seen) bases[count++] = in->args[0];
+  }
+  return count > 2 ? 2 * (count - 2) : 0;
+}
 
 /*
  * Occupancy. Left alone, ptxas spends registers freely (a softmax row of 32
@@ -179,7 +194,10 @@ CgLayout *cg_layout_of(CgCtx *c, int value) { return &c->layouts[c->vals[value].
  * BLOCK 16384, 8 vectors, lost its second CTA an SM at 18). Softmax on
  * sm_90: 16 values per thread get 34 to 42 registers (1536 to 1920 threads
  * per SM), N = 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96
- * to 127. 0 when k < 2.
+ * to 127. 0 when k < 2, except for kernels with more than two tile
+ * pointers, which ask for 1: left alone, ptxas of CUDA 13.0 for sm_80 gave
+ * softmax backward's streamed split (f16, N = 2^20, SPLIT 108, phased) 40
+ * registers and spilled 8 bytes; asked for 1 CTA, it took 56 and did not.
  */
 int cg_min_ctas_per_sm(const CgCtx *c) {
   int loaded = 0;
@@ -188,7 +206,7 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
     if (in->op == TJ_OP_LOAD && c->p->types[in->result].shape == TJ_TILE)
       loaded += c->layouts[c->vals[in->result].layout].slots;
   }
-  int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18);
+  int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18) + extra_bases(c);
   if (cg_multi_cta(c) || c->streamed) need += 14; /* ranks, pairs, pieces, wide addresses */
   if (loaded >= 64) need += loaded / 8;
   for (int i = 0; i < c->nlayouts; i++) {
@@ -200,5 +218,5 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
   int threads = c->geo.threads;
   int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;
   if (k > most) k = most;
-  return k >= 2 ? k : 0;
+  return k >= 2 ? k : extra_bases(c) ? 1 : 0;
 }

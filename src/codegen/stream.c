@@ -4,7 +4,7 @@
  * A thread of a CTA of T threads can keep about 32768 / T tile elements in
  * registers (half of what the register file gives it at one CTA per SM,
  * the rest for addresses, masks and temporaries; at most CG_MAX_SLOTS;
- * cg_stream_limit).
+ * shared by the tiles of the widest length it loads; cg_stream_limit).
  * When the widest tile needs more, its repeats are taken P at a time: the
  * thread's slots are one piece of P repeats, and the instance's code runs
  * in loops over the K pieces instead of once over all of them.
@@ -98,8 +98,12 @@ static int widest_layout(const CgCtx *c) {
  * elements at 64 registers, ptxas for the other archs does not (the ptxas
  * sweep checks every default), so there such a thread keeps half. */
 int cg_stream_limit(const CgCtx *c) {
-  int limit = 32768 / c->geo.threads;
+  int limit = 32768 / c->geo.threads, w = widest_layout(c);
   if (cg_multi_cta(c) && c->arch != 90) limit /= 2;
+  /* Shared by the tiles of that length a piece loads (softmax backward's y
+   * and dy: at 32 elements each, a split of 1024-thread CTAs spilled 640
+   * bytes at 64 registers on sm_90). */
+  if (w >= 0) limit /= cg_tiles_loaded(c->p, c->layouts[w].len);
   return limit < CG_MAX_SLOTS ? limit : CG_MAX_SLOTS;
 }
 
