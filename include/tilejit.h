@@ -405,12 +405,15 @@ TJ_API tj_status tj_softmax_program(tj_softmax_template which, int64_t n, tj_pro
 
 /* The row ops shipped as templates, planned and launched the same way. */
 typedef enum tj_row_op {
-  TJ_ROW_SOFTMAX,     /* y = exp(x - max) / sum exp(x - max) */
-  TJ_ROW_LOG_SOFTMAX, /* y = (x - max) - log sum exp(x - max) */
+  TJ_ROW_SOFTMAX,          /* y = exp(x - max) / sum exp(x - max) */
+  TJ_ROW_LOG_SOFTMAX,      /* y = (x - max) - log sum exp(x - max) */
+  TJ_ROW_SOFTMAX_BACKWARD, /* dx = y * (dy - sum(dy * y)), from y = softmax(x) and dy */
   TJ_ROW_OP_COUNT
 } tj_row_op;
 
-/* tj_softmax_program for any row op (templates/log_softmax*.tj). */
+/* tj_softmax_program for any row op (templates/log_softmax*.tj,
+ * templates/softmax_backward*.tj). The backward programs' parameters are
+ *   dx, y, dy: ptr<DTYPE>, dx_stride, y_stride, dy_stride: i64, n: i32. */
 TJ_API tj_status tj_row_program(tj_row_op op, tj_softmax_template which, int64_t n,
                                 tj_program **out);
 
@@ -455,6 +458,12 @@ typedef struct tj_device_info tj_device_info;
 TJ_API tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m,
                                      int64_t n, const tj_softmax_options *options,
                                      tj_softmax_plan *plan);
+/* The plan for any row op: as tj_softmax_plan_for, sized for the row tiles
+ * the op keeps (softmax backward keeps y and dy: its CTAs and clusters are
+ * sized for a row of 2n, so a thread holds what a softmax thread does). */
+TJ_API tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype,
+                                 int64_t m, int64_t n, const tj_softmax_options *options,
+                                 tj_softmax_plan *plan);
 
 /* The specialization options of a plan for rows of n elements of dtype. */
 TJ_API tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
@@ -695,6 +704,18 @@ TJ_API tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t 
 TJ_API tj_status tj_log_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
                                 int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                                 const tj_softmax_options *opts);
+
+/* dx = y * (dy - sum(dy * y)) over each row: the gradient of softmax, given
+ * its output y and the gradient dy of the loss with respect to y (torch's
+ * softmax backward), all three m x n of dtype with their own row strides.
+ * Everything else as in tj_softmax: the plan (tj_row_plan_for), checks,
+ * alignment (of all three) and options. dx may be y or dy (equal strides:
+ * in place); otherwise it must not overlap them. A NaN or inf in a row of y
+ * or dy makes that row of dx all NaN, as in torch. */
+TJ_API tj_status tj_softmax_backward(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n,
+                                     uint64_t dx, int64_t dx_stride, uint64_t y, int64_t y_stride,
+                                     uint64_t dy, int64_t dy_stride, void *stream,
+                                     const tj_softmax_options *opts);
 
 #ifdef __cplusplus
 }

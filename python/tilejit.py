@@ -53,7 +53,8 @@ import sysconfig
 import threading
 
 __all__ = [
-    "Error", "Status", "DeviceArray", "Function", "softmax", "log_softmax", "dump_ptx", "version",
+    "Error", "Status", "DeviceArray", "Function", "softmax", "log_softmax", "softmax_backward",
+    "dump_ptx", "version",
     "cache_stats", "device_info", "synchronize", "library_path",
 ]
 
@@ -265,6 +266,8 @@ _PROTOTYPES = {
     "tj_softmax": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _VP, _P(_SoftmaxOptions)]),
     "tj_log_softmax": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _VP,
                             _P(_SoftmaxOptions)]),
+    "tj_softmax_backward": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _U64, _I64, _VP,
+                                 _P(_SoftmaxOptions)]),
     "tj_program_parse": (_I, [ctypes.c_char_p, ctypes.c_size_t, _P(_VP)]),
     "tj_function_create": (_I, [_VP, _VP, _P(_FunctionOptions), _P(_VP)]),
     "tj_function_destroy": (None, [_VP]),
@@ -556,21 +559,21 @@ def _init_torch(torch):
     _Tensor = torch.Tensor
 
 
-def _matrix_of_tensor(t, what):
+def _matrix_of_tensor(t, what, api="tilejit.softmax"):
     """(m, n, row stride) of a 1-D or 2-D tensor with a contiguous last dim."""
     shape = t.shape
     if len(shape) == 2:
         m, n = shape
         if n > 1 and t.stride(1) != 1:
-            raise ValueError(f"tilejit.softmax: {what}'s last dimension is not contiguous "
+            raise ValueError(f"{api}: {what}'s last dimension is not contiguous "
                              f"(strides {tuple(t.stride())})")
         return m, n, t.stride(0)
     if len(shape) == 1:
         n = shape[0]
         if n > 1 and t.stride(0) != 1:
-            raise ValueError(f"tilejit.softmax: {what} is not contiguous (stride {t.stride(0)})")
+            raise ValueError(f"{api}: {what} is not contiguous (stride {t.stride(0)})")
         return 1, n, n
-    raise ValueError(f"tilejit.softmax: {what} must be 1-D or 2-D, not {len(shape)}-D")
+    raise ValueError(f"{api}: {what} must be 1-D or 2-D, not {len(shape)}-D")
 
 
 def _out_stride(x, out, device):
@@ -633,7 +636,7 @@ def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
 # ------------------------------------- softmax on __cuda_array_interface__
 
 
-def _interface_dtype(iface, what):
+def _interface_dtype(iface, what, api):
     """tj_dtype of an interface: '<f4', '<f2', or bfloat16 when the object says
     so: a 2-byte void typestr whose descr names 'bfloat16', or typestr 'bf16'."""
     typestr = iface.get("typestr", "")
@@ -647,40 +650,40 @@ def _interface_dtype(iface, what):
         names = [str(field[0]).lower() for field in iface.get("descr") or ()]
         if names and names[0] in ("bfloat16", "bf16"):
             return 2
-    raise TypeError(f"tilejit.softmax: {what} has typestr {typestr!r}; tilejit takes '<f4', "
+    raise TypeError(f"{api}: {what} has typestr {typestr!r}; tilejit takes '<f4', "
                     "'<f2' and bfloat16 (typestr '<V2' with descr [('bfloat16', '<V2')])")
 
 
-def _interface_matrix(obj, what, writable):
+def _interface_matrix(obj, what, writable, api="tilejit.softmax"):
     """(dtype, shape, m, n, row stride in elements, pointer, stream) of an
     object with __cuda_array_interface__."""
     iface = getattr(obj, "__cuda_array_interface__", None)
     if not isinstance(iface, dict):
-        raise TypeError(f"tilejit.softmax: {what} ({type(obj).__name__}) is neither a torch "
+        raise TypeError(f"{api}: {what} ({type(obj).__name__}) is neither a torch "
                         "tensor nor an object with __cuda_array_interface__")
     if iface.get("mask") is not None:
-        raise ValueError(f"tilejit.softmax: {what} has a mask; masked arrays are not supported")
-    dtype = _interface_dtype(iface, what)
+        raise ValueError(f"{api}: {what} has a mask; masked arrays are not supported")
+    dtype = _interface_dtype(iface, what, api)
     size = _DTYPE_SIZES[dtype]
     shape = tuple(iface["shape"])
     strides = iface.get("strides")
     strides = tuple(strides) if strides is not None else None
     if len(shape) not in (1, 2):
-        raise ValueError(f"tilejit.softmax: {what} must be 1-D or 2-D, not {len(shape)}-D")
+        raise ValueError(f"{api}: {what} must be 1-D or 2-D, not {len(shape)}-D")
     m, n = (1, shape[0]) if len(shape) == 1 else shape
     if strides is None:
         row_bytes, col_bytes = n * size, size
     else:
         row_bytes, col_bytes = (n * size, strides[0]) if len(shape) == 1 else strides
     if n > 1 and col_bytes != size:
-        raise ValueError(f"tilejit.softmax: {what}'s last dimension is not contiguous "
+        raise ValueError(f"{api}: {what}'s last dimension is not contiguous "
                          f"(strides {strides} bytes)")
     if row_bytes % size:
-        raise ValueError(f"tilejit.softmax: {what}'s row stride {row_bytes} is not a "
+        raise ValueError(f"{api}: {what}'s row stride {row_bytes} is not a "
                          f"multiple of the element size {size}")
     pointer, readonly = iface["data"]
     if writable and readonly:
-        raise ValueError(f"tilejit.softmax: {what} is read-only")
+        raise ValueError(f"{api}: {what} is read-only")
     stream = iface.get("stream")
     return dtype, shape, m, n, row_bytes // size, pointer or 0, stream or 0
 
@@ -787,6 +790,76 @@ log_softmax.__name__ = log_softmax.__qualname__ = "log_softmax"
 log_softmax.__doc__ = """out = log_softmax(x) over the last dimension; returns out. Everything
     as softmax (arguments, layouts, in place, streams, errors), with
     (x - max) - log(sum(exp(x - max))) for the result: torch.log_softmax."""
+
+
+def softmax_backward(dy, y, out=None, *, num_warps=0, backend="ptx", template="auto",
+                     stream=None):
+    """out = y * (dy - sum(dy * y)) over the last dimension; returns out: the
+    gradient of softmax given its output y and the gradient dy of the loss
+    with respect to y (torch's softmax backward, autograd's for
+    torch.softmax).
+
+    dy, y and out: alike, as x and out of softmax (torch tensors, or objects
+    with __cuda_array_interface__, 1-D or 2-D, each with its own row
+    stride); out may be dy or y itself (in place). The options and streams
+    as softmax's. Launches through tj_softmax_backward, its checks included.
+    """
+    options = _options(num_warps, backend, template)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(y, torch.Tensor):
+        _init_torch(torch)
+        mats = [_backward_tensor(t, what, y) for t, what in ((dy, "dy"), (y, "y"))]
+        if out is None:
+            out = torch.empty(tuple(y.shape), dtype=y.dtype, device=y.device)
+        mats.append(_backward_tensor(out, "out", y))
+        device = y.get_device()
+        ctx = _contexts.get(device) or _context(device)
+        if stream is None:
+            stream = _raw_stream(device)
+        dtype = _torch_dtypes[y.dtype]
+    else:
+        mats = [_interface_matrix(a, what, False, "tilejit.softmax_backward")
+                for a, what in ((dy, "dy"), (y, "y"))]
+        if out is None:
+            out = DeviceArray(mats[1][1], _DTYPE_NAMES[mats[1][0]], device=_default_device())
+        mats.append(_interface_matrix(out, "out", True, "tilejit.softmax_backward"))
+        for what, mat in zip(("dy", "out"), (mats[0], mats[2])):
+            if mat[:2] != mats[1][:2]:
+                raise ValueError(f"tilejit.softmax_backward: {what} is {_DTYPE_NAMES[mat[0]]} "
+                                 f"{mat[1]}, y {_DTYPE_NAMES[mats[1][0]]} {mats[1][1]}")
+        ctx = _context(_default_device())
+        if stream is None:
+            stream = mats[1][6]
+        dtype = mats[1][0]
+        mats = [mat[2:6] for mat in mats]
+    (m, n, dy_stride, dy_ptr), (_, _, y_stride, y_ptr), (_, _, dx_stride, dx_ptr) = mats
+    if type(stream) is not int:
+        raise TypeError("tilejit.softmax_backward: stream must be a CUstream as an int, "
+                        f"not {type(stream).__name__}")
+    _check(_lib.tj_softmax_backward(ctx, dtype, m, n, dx_ptr, dx_stride, y_ptr, y_stride, dy_ptr,
+                                    dy_stride, stream, options), ctx)
+    if isinstance(out, DeviceArray):
+        out._stream = stream or 1
+    return out
+
+
+def _backward_tensor(t, what, y):
+    """(m, n, row stride, pointer) of a tensor of softmax_backward, checked
+    against y."""
+    if not isinstance(t, _Tensor):
+        raise TypeError(f"tilejit.softmax_backward: {what} must be a torch.Tensor like y, "
+                        f"not {type(t).__name__}")
+    if t.dtype not in _torch_dtypes:
+        raise TypeError(f"tilejit.softmax_backward: {what} is {t.dtype}; "
+                        "tilejit takes float32, float16, bfloat16")
+    if t.dtype != y.dtype or t.shape != y.shape:
+        raise ValueError(f"tilejit.softmax_backward: {what} is {t.dtype} {tuple(t.shape)}, "
+                         f"y {y.dtype} {tuple(y.shape)}")
+    if not t.is_cuda or t.get_device() != y.get_device():
+        raise ValueError(f"tilejit.softmax_backward: {what} is on {t.device}, y on {y.device}; "
+                         "all must be on one CUDA device")
+    m, n, stride = _matrix_of_tensor(t, what, "tilejit.softmax_backward")
+    return m, n, stride, t.data_ptr()
 
 
 def _prepared_softmax(x, out):

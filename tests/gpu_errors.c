@@ -179,12 +179,12 @@ typedef struct BadCall {
 } BadCall;
 
 static const BadCall bad_calls[] = {
-    {TJ_DTYPE_F32, 4, 100, -1, 100, 0, 100, {0}, "NULL x or y"},
-    {TJ_DTYPE_F32, 4, 100, 0, 100, -1, 100, {0}, "NULL x or y"},
+    {TJ_DTYPE_F32, 4, 100, -1, 100, 0, 100, {0}, "NULL y"},
+    {TJ_DTYPE_F32, 4, 100, 0, 100, -1, 100, {0}, "NULL x"},
     {TJ_DTYPE_F32, -1, 100, 0, 100, 0, 100, {0}, "negative m or n"},
     {TJ_DTYPE_F32, 4, -5, 0, 100, 0, 100, {0}, "negative m or n"},
     {(tj_dtype)7, 4, 100, 0, 100, 0, 100, {0}, "unknown dtype"},
-    {TJ_DTYPE_F32, 4, 100, 0, 99, 0, 100, {0}, "row stride is smaller than n"},
+    {TJ_DTYPE_F32, 4, 100, 0, 99, 0, 100, {0}, "row stride of y is smaller than n"},
     {TJ_DTYPE_F32, 4, 100, 0, 100, 0, 120, {0}, "in place (y == x) needs equal strides"},
     {TJ_DTYPE_F32, 4, 100, 0, 100, 4, 100, {0}, "overlap"},
     {TJ_DTYPE_F32, 4, 100, 0, 100, 5001, 100, {0}, "aligned to its element size"},
@@ -244,6 +244,69 @@ START_TEST(bad_softmax_arguments_launch_nothing) {
   tj_device_free(ctx, buf);
   ck_assert_int_eq(tj_softmax(NULL, TJ_DTYPE_F32, 1, 1, 0, 1, 0, 1, NULL, NULL),
                    TJ_ERR_INVALID_ARGUMENT);
+  tj_context_destroy(ctx);
+}
+END_TEST
+
+/* Softmax backward's three matrices: offsets in bytes into one buffer (-1:
+ * NULL), and its own strides. dx may be y or dy (in place), y and dy may
+ * overlap each other (both are read); dx may not overlap either otherwise. */
+typedef struct BadBackward {
+  int64_t dx, y, dy;
+  int64_t dx_stride, y_stride, dy_stride;
+  const char *why; /* NULL: the call must succeed */
+} BadBackward;
+
+static const BadBackward backward_calls[] = {
+    {0, 4096, -1, 100, 100, 100, "NULL dy"},
+    {-1, 4096, 8192, 100, 100, 100, "NULL dx"},
+    {0, 4096, 8192, 100, 100, 99, "row stride of dy is smaller than n"},
+    {0, 0, 8192, 100, 120, 100, "in place (dx == y) needs equal strides"},
+    {0, 4096, 0, 100, 100, 120, "in place (dx == dy) needs equal strides"},
+    {0, 4096, 400, 100, 100, 100, "dx and dy overlap without being the same matrix"},
+    {0, 4096, 8194, 100, 100, 100, "aligned to its element size"},
+    {0, 4096, 4096, 100, 100, 100, NULL},
+    {0, 4096, 4496, 100, 100, 100, NULL},
+    {0, 0, 8192, 100, 100, 100, NULL},
+};
+
+START_TEST(bad_backward_arguments_launch_nothing) {
+  tj_context *ctx = gpu_context(NULL);
+  const size_t bytes = 64 * 1024;
+  uint64_t buf = 0;
+  ck_assert_int_eq(tj_device_alloc(ctx, bytes, &buf), TJ_OK);
+  TjMatrix poison;
+  ck_assert(matrix_alloc(&poison, TJ_DTYPE_F32, 1, (int64_t)(bytes / 4), (int64_t)(bytes / 4), 0));
+  ck_assert_int_eq(tj_copy_to_device(ctx, buf, poison.data, bytes), TJ_OK);
+  for (size_t i = 0; i < sizeof backward_calls / sizeof backward_calls[0]; i++) {
+    const BadBackward *b = &backward_calls[i];
+    uint64_t at[3];
+    const int64_t offsets[3] = {b->dx, b->y, b->dy};
+    for (int j = 0; j < 3; j++) at[j] = offsets[j] < 0 ? 0 : buf + (uint64_t)offsets[j];
+    tj_status st = tj_softmax_backward(ctx, TJ_DTYPE_F32, 4, 100, at[0], b->dx_stride, at[1],
+                                       b->y_stride, at[2], b->dy_stride, NULL, NULL);
+    if (!b->why) {
+      ck_assert_msg(st == TJ_OK, "call %zu: %s: %s", i, tj_status_string(st),
+                    tj_context_error(ctx));
+      continue;
+    }
+    ck_assert_msg(st == TJ_ERR_INVALID_ARGUMENT, "call %zu: %s", i, tj_status_string(st));
+    assert_message(ctx, b->why);
+    assert_message(ctx, "tj_softmax_backward");
+  }
+  ck_assert_int_eq(tj_softmax_backward(ctx, TJ_DTYPE_F32, 0, 100, 0, 0, 0, 0, 0, 0, NULL, NULL),
+                   TJ_OK);
+  ck_assert_int_eq(tj_context_synchronize(ctx), TJ_OK);
+  /* The calls that succeeded wrote dx's rows (400 floats at offset 0) from
+   * poison (NaN); every byte past them must be untouched. */
+  TjMatrix after;
+  ck_assert(matrix_alloc(&after, TJ_DTYPE_F32, 1, (int64_t)(bytes / 4), (int64_t)(bytes / 4), 0));
+  ck_assert_int_eq(tj_copy_to_host(ctx, after.data, buf, bytes), TJ_OK);
+  const size_t touched = 400 * 4;
+  ck_assert_mem_eq((char *)after.data + touched, (char *)poison.data + touched, bytes - touched);
+  matrix_free(&after);
+  matrix_free(&poison);
+  tj_device_free(ctx, buf);
   tj_context_destroy(ctx);
 }
 END_TEST
@@ -385,6 +448,7 @@ int main(void) {
   tcase_add_test(t, hand_written_ptx_loads_and_launches);
   tcase_add_test(t, hand_written_ptx_abi_errors);
   tcase_add_test(t, bad_softmax_arguments_launch_nothing);
+  tcase_add_test(t, bad_backward_arguments_launch_nothing);
   tcase_add_test(t, a_misspecialized_launch_is_refused_and_the_context_lives);
   tcase_add_test(t, context_options_are_checked);
   tcase_add_test(t, older_arch_targets_run);

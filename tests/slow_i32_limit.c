@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
   start = seconds();
   fill(x, n);
   /* one row over the whole grid the plan asks for; 2^37 steps, not 4·10^8 */
-  if (!ptxsim_run_spec(s, 90, args, 5, 1, (int64_t)1 << 37, why, sizeof why))
+  if (!ptxsim_run_spec(s, 90, args, 5, 1, (int64_t)1 << 37, NULL, why, sizeof why))
     return report("simulator", n, why);
   if (!check(x, n, &worst, why, sizeof why)) return report("simulator", n, why);
   fprintf(stderr, "n %lld, %s: simulator right (relative error %.2e, %.0f s)\n", (long long)n,

@@ -205,15 +205,43 @@ void row_reference(tj_row_op op, const TjMatrix *x, double *ref) {
   for (int64_t row = 0; row < x->rows; row++) log_reference_row(x, row, ref + row * x->cols);
 }
 
-tj_status softmax_spec_options(tj_softmax_template which, tj_dtype dtype, int64_t rows, int64_t n,
-                               int arch, int warps, tj_spec_options *o) {
+void backward_reference(const TjMatrix *y, const TjMatrix *dy, double *ref) {
+  for (int64_t row = 0; row < y->rows; row++) {
+    double sum = 0.0, *out = ref + row * y->cols;
+    for (int64_t c = 0; c < y->cols; c++) sum += matrix_get(y, row, c) * matrix_get(dy, row, c);
+    for (int64_t c = 0; c < y->cols; c++)
+      out[c] = in_range(matrix_get(y, row, c) * (matrix_get(dy, row, c) - sum), y->dtype);
+  }
+}
+
+void backward_fill(TjMatrix *y, TjMatrix *dy, TjRng *r) {
+  matrix_fill_random(y, r, 3.0, 10.0);
+  matrix_fill_random(dy, r, 3.0, 0.0);
+  double *row = malloc((size_t)y->cols * sizeof *row);
+  TjMatrix one = *y;
+  one.rows = 1;
+  for (int64_t i = 0; row && i < y->rows; i++) {
+    one.data = (char *)y->data + (size_t)(i * y->stride) * dtype_bytes(y->dtype);
+    softmax_reference(&one, row);
+    for (int64_t c = 0; c < y->cols; c++) matrix_set(y, i, c, row[c]);
+  }
+  free(row);
+}
+
+tj_status row_spec_options(tj_row_op op, tj_softmax_template which, tj_dtype dtype, int64_t rows,
+                           int64_t n, int arch, int warps, tj_spec_options *o) {
   tj_device_info device;
   tj_softmax_options options = {.num_warps = warps, .which_template = which};
   tj_softmax_plan plan;
   tj_status st = tj_device_nominal(arch ? arch : 90, &device);
-  if (st == TJ_OK) st = tj_softmax_plan_for(&device, dtype, rows, n, &options, &plan);
+  if (st == TJ_OK) st = tj_row_plan_for(&device, op, dtype, rows, n, &options, &plan);
   if (st == TJ_OK) st = tj_softmax_spec_options(&plan, dtype, n, o);
   return st;
+}
+
+tj_status softmax_spec_options(tj_softmax_template which, tj_dtype dtype, int64_t rows, int64_t n,
+                               int arch, int warps, tj_spec_options *o) {
+  return row_spec_options(TJ_ROW_SOFTMAX, which, dtype, rows, n, arch, warps, o);
 }
 
 bool close_enough(double got, double want, TjTolerance t) {

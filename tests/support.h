@@ -95,6 +95,16 @@ void softmax_reference(const TjMatrix *x, double *ref);
  * NaN for the same rows, -inf where x is -inf in a row with a finite max. */
 void row_reference(tj_row_op op, const TjMatrix *x, double *ref);
 
+/* Softmax backward's float64 reference: dx = y * (dy - sum(dy * y)) per
+ * row, with the same IEEE semantics (an inf or NaN propagates as there). */
+void backward_reference(const TjMatrix *y, const TjMatrix *dy, double *ref);
+/* Inputs for softmax backward: y the softmax of random rows (as the dtype
+ * holds it), dy 3 * normal; gaps and guards to the poison. */
+void backward_fill(TjMatrix *y, TjMatrix *dy, TjRng *r);
+/* As softmax_spec_options, for any row op's plan (tj_row_plan_for). */
+tj_status row_spec_options(tj_row_op op, tj_softmax_template which, tj_dtype dtype, int64_t rows,
+                           int64_t n, int arch, int warps, tj_spec_options *o);
+
 /* The specialization tj_softmax would run for `rows` rows of n (the
  * template: which, or the plan's for AUTO) on a nominal device of arch (0:
  * sm_90), with warps (0: the plan's); cluster and split as planned. */

@@ -1867,7 +1867,7 @@ bool ptxsim_launch(const char *ptx, const tj_arg *args, int nargs, const PtxsimL
 }
 
 bool ptxsim_run_spec(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_t programs,
-                     int64_t max_steps, char *why, size_t why_size) {
+                     int64_t max_steps, PtxsimStats *stats, char *why, size_t why_size) {
   tj_codegen_options o = {arch, 0, 0};
   tj_kernel_info info;
   char *ptx = NULL;
@@ -1883,7 +1883,7 @@ bool ptxsim_run_spec(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
   PtxsimLaunch launch = {programs, (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0,
                          max_steps};
   bool ok = (ws || !shape->workspace_bytes) &&
-            ptxsim_launch(ptx, args, nargs, &launch, NULL, why, why_size);
+            ptxsim_launch(ptx, args, nargs, &launch, stats, why, why_size);
   if (shape->workspace_bytes && !ws) snprintf(why, why_size, "no memory for the workspace");
   free(ws);
   tj_free(ptx);

@@ -76,8 +76,9 @@ bool ptxsim_run(const char *ptx, const tj_arg *args, int nargs, int64_t programs
 /* The PTX tj_emit_ptx makes of s for arch, run for `programs` instances on
  * half the groups of CTAs they need (so that the grid-stride loop runs too;
  * one group for up to two), with a fresh workspace where the kernel has
- * one; max_steps as in PtxsimLaunch. False with a message in why. */
+ * one; max_steps as in PtxsimLaunch; stats as in ptxsim_launch. False with
+ * a message in why. */
 bool ptxsim_run_spec(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_t programs,
-                     int64_t max_steps, char *why, size_t why_size);
+                     int64_t max_steps, PtxsimStats *stats, char *why, size_t why_size);
 
 #endif /* TJ_TEST_SUPPORT_PTXSIM_H */

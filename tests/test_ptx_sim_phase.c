@@ -115,7 +115,7 @@ static void run(const Case *k) {
   const void *ref = k->in_place ? copy.arg.u.ptr : want.arg.u.ptr;
   args[0] = k->in_place ? x.arg : y.arg;
   args[1] = x.arg;
-  ck_assert_msg(ptxsim_run_spec(s, k->arch, args, 5, k->rows, 0, why, sizeof why), "%s: %s", name,
+  ck_assert_msg(ptxsim_run_spec(s, k->arch, args, 5, k->rows, 0, NULL, why, sizeof why), "%s: %s", name,
                 why);
   const void *got = args[0].u.ptr;
   TjTolerance t = dtype_tolerance(d);

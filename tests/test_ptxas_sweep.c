@@ -221,13 +221,13 @@ static char *phased_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
   return ptx;
 }
 
-/* Log-softmax as tj_log_softmax plans it (softmax's plan), aligned. */
-static char *log_softmax_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
+/* A row op as its entry point plans it, aligned. */
+static char *row_op_ptx(tj_row_op op, tj_dtype d, int64_t block, int arch, int *warps) {
   tj_program *p;
   tj_spec *s;
   tj_spec_options o;
-  ck_assert_int_eq(tj_row_program(TJ_ROW_LOG_SOFTMAX, TJ_SOFTMAX_SINGLE, block, &p), TJ_OK);
-  ck_assert_int_eq(softmax_spec_options(TJ_SOFTMAX_SINGLE, d, 65536, block, arch, 0, &o), TJ_OK);
+  ck_assert_int_eq(tj_row_program(op, TJ_SOFTMAX_SINGLE, block, &p), TJ_OK);
+  ck_assert_int_eq(row_spec_options(op, TJ_SOFTMAX_SINGLE, d, 65536, block, arch, 0, &o), TJ_OK);
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
   *warps = o.num_warps;
   tj_codegen_options co = {arch, 0, 0};
@@ -236,6 +236,14 @@ static char *log_softmax_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
   tj_spec_destroy(s);
   tj_program_destroy(p);
   return ptx;
+}
+
+static char *log_softmax_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
+  return row_op_ptx(TJ_ROW_LOG_SOFTMAX, d, block, arch, warps);
+}
+
+static char *backward_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
+  return row_op_ptx(TJ_ROW_SOFTMAX_BACKWARD, d, block, arch, warps);
 }
 
 /* Phased (codegen/phase.c): every default single-tile specialization, for
@@ -256,12 +264,20 @@ START_TEST(log_softmax_defaults_assemble) {
 }
 END_TEST
 
+/* Softmax backward (y and dy held at once, three row addresses): every
+ * default assembles without spills. */
+START_TEST(backward_defaults_assemble_without_spills) {
+  sweep_defaults("softmax backward", backward_ptx, true);
+}
+END_TEST
+
 /* ---- rows across CTAs ------------------------------------------------------- */
 
 typedef struct Spread {
   tj_dtype dtype;
   int64_t m, n;
   int align, arch, cluster, split, index;
+  tj_row_op op; /* 0: softmax */
 } Spread;
 
 static void add_spread(PtxBatch *b, Spread *c) {
@@ -272,10 +288,10 @@ static void add_spread(PtxBatch *b, Spread *c) {
   tj_softmax_options options = {.cluster = c->cluster, .split = c->split};
   tj_softmax_plan plan;
   ck_assert_int_eq(tj_device_nominal(c->arch, &device), TJ_OK);
-  ck_assert_int_eq(tj_softmax_plan_for(&device, c->dtype, c->m, c->n, &options, &plan), TJ_OK);
+  ck_assert_int_eq(tj_row_plan_for(&device, c->op, c->dtype, c->m, c->n, &options, &plan), TJ_OK);
   c->cluster = plan.cluster;
   c->split = plan.split;
-  ck_assert_int_eq(tj_softmax_program(plan.which, c->n, &p), TJ_OK);
+  ck_assert_int_eq(tj_row_program(c->op, plan.which, c->n, &p), TJ_OK);
   ck_assert_int_eq(tj_softmax_spec_options(&plan, c->dtype, c->n, &o), TJ_OK);
   o.align = c->align;
   o.phased = c->align < 16; /* as tj_softmax asks for rows at one phase, */
@@ -305,19 +321,28 @@ START_TEST(rows_across_ctas_assemble_without_spills) {
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
         for (size_t j = 0; j < sizeof ms / sizeof ms[0]; j++)
-          cases[n++] = (Spread){(tj_dtype)d, ms[j], wide[i], (i + j) % 2 ? 16 : 2 << (d == 0), spread_archs[a], 0, 0, -1};
+          cases[n++] = (Spread){(tj_dtype)d, ms[j], wide[i], (i + j) % 2 ? 16 : 2 << (d == 0), spread_archs[a], 0, 0, -1, TJ_ROW_SOFTMAX};
       for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++)
-        for (int64_t m = 1; m <= 4; m += 3) cases[n++] = (Spread){(tj_dtype)d, m, huge[i], 16, spread_archs[a], 0, 0, -1};
+        for (int64_t m = 1; m <= 4; m += 3) cases[n++] = (Spread){(tj_dtype)d, m, huge[i], 16, spread_archs[a], 0, 0, -1, TJ_ROW_SOFTMAX};
     }
   for (int cl = 2; cl <= 16; cl++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-      cases[n++] = (Spread){(tj_dtype)d, 4096, 65536, 16, 90, cl, 1, -1};
-      cases[n++] = (Spread){(tj_dtype)d, 4096, 1 << 20, 16, 90, cl, 1, -1};
+      cases[n++] = (Spread){(tj_dtype)d, 4096, 65536, 16, 90, cl, 1, -1, TJ_ROW_SOFTMAX};
+      cases[n++] = (Spread){(tj_dtype)d, 4096, 1 << 20, 16, 90, cl, 1, -1, TJ_ROW_SOFTMAX};
     }
   for (int sp = 2; sp <= 128; sp *= 2)
     for (int a = 0; a < 3; a++) {
-      cases[n++] = (Spread){TJ_DTYPE_F32, 1, 65536, 16, spread_archs[a], 1, sp, -1};
-      cases[n++] = (Spread){TJ_DTYPE_BF16, 1, 1 << 20, 16, spread_archs[a], 1, sp, -1};
+      cases[n++] = (Spread){TJ_DTYPE_F32, 1, 65536, 16, spread_archs[a], 1, sp, -1, TJ_ROW_SOFTMAX};
+      cases[n++] = (Spread){TJ_DTYPE_BF16, 1, 1 << 20, 16, spread_archs[a], 1, sp, -1, TJ_ROW_SOFTMAX};
+    }
+  /* Softmax backward, planned: the wide and huge rows in every dtype. */
+  for (int a = 0; a < 3; a++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        cases[n++] = (Spread){(tj_dtype)d, i % 2 ? 4 : 4096, wide[i], i % 3 ? 16 : 2 << (d == 0),
+                              spread_archs[a], 0, 0, -1, TJ_ROW_SOFTMAX_BACKWARD};
+      cases[n++] = (Spread){(tj_dtype)d, 1, huge[1], 16, spread_archs[a], 0, 0, -1,
+                            TJ_ROW_SOFTMAX_BACKWARD};
     }
   ck_assert_int_le(n, MAX);
   for (int i = 0; i < n; i++) add_spread(batches[cases[i].arch == 80 ? 0 : cases[i].arch == 90 ? 1 : 2], &cases[i]);
@@ -327,14 +352,14 @@ START_TEST(rows_across_ctas_assemble_without_spills) {
     const Spread *c = &cases[i];
     const PtxBatch *b = batches[c->arch == 80 ? 0 : c->arch == 90 ? 1 : 2];
     const PtxReport *r = ptx_batch_report(b, c->index);
-    ck_assert_msg(r->assembled, "%s M=%lld N=%lld cluster %d split %d sm_%d does not assemble:\n%s",
-                  ir_dtype_name(c->dtype), (long long)c->m, (long long)c->n, c->cluster, c->split,
+    ck_assert_msg(r->assembled, "%s%s M=%lld N=%lld cluster %d split %d sm_%d does not assemble:\n%s",
+                  c->op ? "backward " : "", ir_dtype_name(c->dtype), (long long)c->m, (long long)c->n, c->cluster, c->split,
                   c->arch, ptx_batch_first_error(b));
     if (r->spill_bytes || r->stack_bytes || r->local_bytes) {
       bad++;
-      printf("SPILL %s M=%lld N=%lld align %d cluster %d split %d sm_%d: %d bytes spilled, %d "
+      printf("SPILL %s%s M=%lld N=%lld align %d cluster %d split %d sm_%d: %d bytes spilled, %d "
              "stack, %d local (%d registers)\n",
-             ir_dtype_name(c->dtype), (long long)c->m, (long long)c->n, c->align, c->cluster,
+             c->op ? "backward " : "", ir_dtype_name(c->dtype), (long long)c->m, (long long)c->n, c->align, c->cluster,
              c->split, c->arch, r->spill_bytes, r->stack_bytes, r->local_bytes, r->registers);
     }
     if (r->registers > worst) worst = r->registers;
@@ -354,6 +379,7 @@ static Suite *suite(void) {
   tcase_add_test(t, rows_across_ctas_assemble_without_spills);
   tcase_add_test(t, phased_defaults_assemble_without_spills);
   tcase_add_test(t, log_softmax_defaults_assemble);
+  tcase_add_test(t, backward_defaults_assemble_without_spills);
   suite_add_tcase(s, t);
   return s;
 }

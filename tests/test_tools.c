@@ -256,6 +256,15 @@ START_TEST(no_gpu_exits_3) {
   expect_status(&r, log, 0);
   assert_contains(r.out, "log_softmax#");
   assert_contains(r.out, "PASS");
+  const char *const backward[] = {"tj-softmax", "--interp", "--backward", "-m", "3", "-n", "5000",
+                                  "--dtype", "bf16", NULL};
+  expect_status(&r, backward, 0);
+  assert_contains(r.out, "softmax_backward#");
+  assert_contains(r.out, "PASS");
+  const char *const both[] = {"tj-softmax", "--interp", "--backward", "--log-softmax", "-m", "3",
+                              "-n", "5", NULL};
+  expect_status(&r, both, 2);
+  assert_contains(r.err, "one op at a time");
 }
 END_TEST
 

@@ -2,18 +2,21 @@
  * tj-softmax — row-wise softmax of an M x N matrix of fresh random data,
  * checked against a float64 reference.
  *
- *   tj-softmax [--interp] [--log-softmax] -m M -n N [--dtype f32|f16|bf16] [--seed S]
- *              [--warps W] [--iters K]
+ *   tj-softmax [--interp] [--log-softmax | --backward] -m M -n N [--dtype f32|f16|bf16]
+ *              [--seed S] [--warps W] [--iters K]
  *
  * With --interp the softmax program (as specialize() below plans it) runs
  * through the CPU interpreter; without it, on the GPU through
  * the runtime (run_gpu). Inputs are normal values scaled by 3 around a
- * per-row offset, so the max subtraction matters. The tool prints the max
+ * per-row offset, so the max subtraction matters. With --backward the op is
+ * softmax backward (tj_softmax_backward): y is the softmax of such rows, dy
+ * 3 * normal, and the output dx = y * (dy - sum(dy * y)). The tool prints the max
  * absolute error and the max of |out - ref| / (atol + rtol |ref|) with the
  * tolerances of the testing rules (f32 1.3e-6/1e-5, f16 1e-3/1e-5, bf16
  * 1.6e-2/1e-5), then PASS or FAIL. On the GPU it also prints the compile
  * time (codegen and driver JIT), the kernel time (CUDA events, the median
- * of K runs) and the bandwidth, counting 2*M*N*elem bytes.
+ * of K runs) and the bandwidth, counting 2*M*N*elem bytes (3*M*N*elem
+ * for the backward op, which reads two matrices).
  *
  * The options are the table below (tj-softmax --help prints it); numbers
  * are decimal integers within each option's range ("-n 010" is ten). The
@@ -48,7 +51,13 @@ typedef struct Options {
   int64_t warps; /* 0: tilejit's default */
   int64_t iters;
   int log_softmax; /* --log-softmax: tj_log_softmax and its reference */
+  int backward;    /* --backward: tj_softmax_backward; x holds y, dy its own buffer */
 } Options;
+
+static tj_row_op op_of(const Options *o) {
+  return o->backward ? TJ_ROW_SOFTMAX_BACKWARD : o->log_softmax ? TJ_ROW_LOG_SOFTMAX
+                                                                : TJ_ROW_SOFTMAX;
+}
 
 static const char *const dtype_names[TJ_DTYPE_COUNT + 1] = {"f32", "f16", "bf16", NULL};
 static const size_t dtype_sizes[TJ_DTYPE_COUNT] = {4, 2, 2};
@@ -70,6 +79,8 @@ static const CliOption option_table[] = {
      .value = "S", .help = "random seed (default: from the clock; printed)"},
     {.name = "log-softmax", .kind = CLI_FLAG, .offset = AT(log_softmax),
      .help = "log-softmax (tj_log_softmax, templates/log_softmax*.tj) instead"},
+    {.name = "backward", .kind = CLI_FLAG, .offset = AT(backward),
+     .help = "softmax backward (tj_softmax_backward, templates/softmax_backward*.tj) instead"},
     {.name = "warps", .kind = CLI_INT64, .offset = AT(warps), .lo = 1, .hi = 32, .value = "W",
      .help = "NUM_WARPS, a power of two (default: tilejit's choice)"},
     {.name = "iters", .kind = CLI_INT64, .offset = AT(iters), .lo = 1, .hi = 1000000,
@@ -79,8 +90,8 @@ static const CliOption option_table[] = {
 
 static const CliTool tool = {
     .name = "tj-softmax",
-    .usage = "tj-softmax [--interp] [--log-softmax] -m M -n N [--dtype f32|f16|bf16] [--seed S]\n"
-             "                  [--warps W] [--iters K]",
+    .usage = "tj-softmax [--interp] [--log-softmax | --backward] -m M -n N\n"
+             "                  [--dtype f32|f16|bf16] [--seed S] [--warps W] [--iters K]",
     .about = "Softmax of fresh random data, checked against a float64 reference: on the\n"
              "GPU (compile time, kernel time, GB/s) or, with --interp, the interpreter.\n",
     .options = option_table,
@@ -100,15 +111,18 @@ static int parse_args(int argc, char **argv, Options *o) {
     return cli_usage_error(&tool, "--warps takes a power of two, not %lld", (long long)o->warps);
   if (o->n > 0 && o->m > MAX_ELEMENTS / o->n)
     return cli_usage_error(&tool, "M * N is over 2^30 elements");
+  if (o->log_softmax && o->backward)
+    return cli_usage_error(&tool, "--log-softmax and --backward: one op at a time");
   return -1;
 }
 
 /* ---- data -------------------------------------------------------------- */
 
-/* The host buffers: x and y of M x N elements, one reference row, and the
- * kernel times of the GPU path. */
+/* The host buffers: x and y of M x N elements (and dy for --backward, where
+ * x holds the softmax output and y the gradient dx), one reference row, and
+ * the kernel times of the GPU path. */
 typedef struct Host {
-  void *x, *y;
+  void *x, *y, *dy;
   double *ref, *times;
   size_t bytes; /* of x and of y */
 } Host;
@@ -123,13 +137,15 @@ static void *allocate(size_t bytes, const char *what) {
 static int host_alloc(Host *h, const Options *o) {
   size_t count = o->m > 0 && o->n > 0 ? (size_t)(o->m * o->n) : 1;
   h->bytes = count * dtype_sizes[o->dtype];
-  h->y = h->ref = h->times = NULL;
+  h->y = h->dy = h->ref = h->times = NULL;
   if ((h->x = allocate(h->bytes, "x")) && (h->y = allocate(h->bytes, "y")) &&
+      (!o->backward || (h->dy = allocate(h->bytes, "dy"))) &&
       (h->ref = allocate((size_t)(o->n ? o->n : 1) * sizeof *h->ref, "the reference row")) &&
       (h->times = allocate((size_t)o->iters * sizeof *h->times, "the kernel times")))
     return 1;
   free(h->x);
   free(h->y);
+  free(h->dy);
   free(h->ref);
   return 0;
 }
@@ -137,20 +153,46 @@ static int host_alloc(Host *h, const Options *o) {
 static void host_free(Host *h) {
   free(h->x);
   free(h->y);
+  free(h->dy);
   free(h->ref);
   free(h->times);
 }
 
 
-/* x = 3 * normal + a row offset: up to +-1e4 in f32, +-100 in 16 bits. */
-static void fill(void *x, const Options *o) {
+/* x = 3 * normal + a row offset: up to +-1e4 in f32, +-100 in 16 bits.
+ * --backward: x = the softmax of such rows (as the dtype holds it), and
+ * dy = 3 * normal. */
+static void fill(const Host *h, const Options *o) {
   uint64_t state = (uint64_t)o->seed;
   double spread = o->dtype == TJ_DTYPE_F32 ? 1e4 : 100.0;
+  tj_elem elem = data_elem_of(o->dtype);
   for (int64_t r = 0; r < o->m; r++) {
     double offset = (2.0 * data_uniform(&state) - 1.0) * spread;
     for (int64_t c = 0; c < o->n; c++)
-      data_set(x, data_elem_of(o->dtype), r * o->n + c, 3.0 * data_normal(&state) + offset);
+      data_set(h->x, elem, r * o->n + c, 3.0 * data_normal(&state) + offset);
+    if (!o->backward) continue;
+    void *row = (char *)h->x + (size_t)(r * o->n) * dtype_sizes[o->dtype];
+    data_row_reference(row, elem, o->n, false, h->ref);
+    for (int64_t c = 0; c < o->n; c++) {
+      data_set(row, elem, c, h->ref[c]);
+      data_set(h->dy, elem, r * o->n + c, 3.0 * data_normal(&state));
+    }
   }
+}
+
+/* The float64 reference of row r: the op of x (--backward: of x and dy). */
+static void reference_row(const Host *h, const Options *o, int64_t r) {
+  tj_elem elem = data_elem_of(o->dtype);
+  size_t at = (size_t)(r * o->n) * dtype_sizes[o->dtype];
+  if (!o->backward) {
+    data_row_reference((const char *)h->x + at, elem, o->n, o->log_softmax, h->ref);
+    return;
+  }
+  const void *y = (const char *)h->x + at, *dy = (const char *)h->dy + at;
+  double sum = 0.0;
+  for (int64_t c = 0; c < o->n; c++) sum += data_get(y, elem, c) * data_get(dy, elem, c);
+  for (int64_t c = 0; c < o->n; c++)
+    h->ref[c] = data_get(y, elem, c) * (data_get(dy, elem, c) - sum);
 }
 
 /* ---- checking ---------------------------------------------------------- */
@@ -160,16 +202,14 @@ typedef struct Errors {
   int64_t bad;
 } Errors;
 
-/* Compares row r of y with the float64 softmax (or log-softmax) of row r of x. */
-static void check_row(const void *x, const void *y, const Options *o, int64_t r, double *ref,
-                      Errors *e) {
+/* Compares row r of y with the float64 reference of row r. */
+static void check_row(const Host *h, const Options *o, int64_t r, Errors *e) {
   tj_elem elem = data_elem_of(o->dtype);
   DataTolerance t = data_tolerance(elem);
   int64_t base = r * o->n;
-  data_row_reference((const char *)x + (size_t)base * dtype_sizes[o->dtype], elem, o->n,
-                     o->log_softmax, ref);
+  reference_row(h, o, r);
   for (int64_t c = 0; c < o->n; c++) {
-    double want = ref[c], got = data_get(y, elem, base + c);
+    double want = h->ref[c], got = data_get(h->y, elem, base + c);
     double err = fabs(got - want), ratio = err / (t.atol + t.rtol * fabs(want));
     if (isnan(want) && isnan(got)) continue;
     if (!(ratio <= 1.0)) e->bad++;
@@ -180,7 +220,7 @@ static void check_row(const void *x, const void *y, const Options *o, int64_t r,
 
 static void check(const Host *h, const Options *o, Errors *e) {
   memset(e, 0, sizeof *e);
-  for (int64_t r = 0; r < o->m; r++) check_row(h->x, h->y, o, r, h->ref, e);
+  for (int64_t r = 0; r < o->m; r++) check_row(h, o, r, e);
 }
 
 /* ---- running ----------------------------------------------------------- */
@@ -202,9 +242,8 @@ static tj_spec *specialize(const Options *o, tj_program **p) {
   tj_softmax_options options = {.num_warps = (int)o->warps,
                                 .which_template = o->n > (1 << 20) ? TJ_SOFTMAX_ONLINE
                                                                    : TJ_SOFTMAX_AUTO};
-  tj_status st = tj_softmax_plan_for(NULL, o->dtype, o->m, o->n, &options, &plan);
-  tj_row_op op = o->log_softmax ? TJ_ROW_LOG_SOFTMAX : TJ_ROW_SOFTMAX;
-  if (st == TJ_OK) st = tj_row_program(op, plan.which, o->n, p);
+  tj_status st = tj_row_plan_for(NULL, op_of(o), o->dtype, o->m, o->n, &options, &plan);
+  if (st == TJ_OK) st = tj_row_program(op_of(o), plan.which, o->n, p);
   if (st == TJ_OK) st = tj_softmax_spec_options(&plan, o->dtype, o->n, &so);
   if (st == TJ_OK) st = tj_specialize(*p, &so, &s);
   if (st != TJ_OK)
@@ -212,16 +251,21 @@ static tj_spec *specialize(const Options *o, tj_program **p) {
   return s;
 }
 
-/* Runs the interpreter o->iters times; the time per run, or -1 on error. */
-static double interpret(tj_spec *s, void *y, void *x, const Options *o, size_t bytes) {
-  tj_arg args[5] = {{TJ_ARG_PTR, {.ptr = y}, bytes},
-                    {TJ_ARG_PTR, {.ptr = x}, bytes},
-                    {TJ_ARG_INT, {.i = o->n}, 0},
-                    {TJ_ARG_INT, {.i = o->n}, 0},
-                    {TJ_ARG_INT, {.i = o->n}, 0}};
+/* Runs the interpreter o->iters times; the time per run, or -1 on error.
+ * The arguments: the pointers (y, x; --backward dx = y, y = x, dy), a stride
+ * of n for each, then n. */
+static double interpret(tj_spec *s, const Host *h, const Options *o) {
+  void *ptrs[3] = {h->y, h->x, h->dy};
+  int count = o->backward ? 3 : 2, nargs = 2 * count + 1;
+  tj_arg args[7];
+  for (int i = 0; i < count; i++) {
+    args[i] = (tj_arg){TJ_ARG_PTR, {.ptr = ptrs[i]}, h->bytes};
+    args[count + i] = (tj_arg){TJ_ARG_INT, {.i = o->n}, 0};
+  }
+  args[2 * count] = (tj_arg){TJ_ARG_INT, {.i = o->n}, 0};
   double start = seconds();
   for (int i = 0; i < o->iters; i++) {
-    tj_status st = tj_interpret(s, args, 5, o->m);
+    tj_status st = tj_interpret(s, args, nargs, o->m);
     if (st != TJ_OK) {
       fprintf(stderr, "tj-softmax: %s: %s\n", tj_status_string(st), tj_spec_error(s));
       return -1.0;
@@ -251,9 +295,9 @@ static int run_interp(const Options *o) {
   int rc = 1;
   Errors e;
   if (s) {
-    fill(h.x, o);
+    fill(&h, o);
     memset(h.y, 0xff, h.bytes); /* NaN in every dtype: unwritten elements fail */
-    double run_s = interpret(s, h.y, h.x, o, h.bytes);
+    double run_s = interpret(s, &h, o);
     if (run_s >= 0.0) {
       check(&h, o, &e);
       rc = report(o, s, run_s, &e);
@@ -267,10 +311,10 @@ static int run_interp(const Options *o) {
 
 /* ---- the GPU path ------------------------------------------------------ */
 
-/* What a GPU run holds: the context, device copies of x and y, two events. */
+/* What a GPU run holds: the context, device copies of x, y (and dy), two events. */
 typedef struct Gpu {
   tj_context *ctx;
-  uint64_t x, y;
+  uint64_t x, y, dy;
   CuEvent start, stop;
 } Gpu;
 
@@ -291,7 +335,8 @@ static int gpu_open(Gpu *g, const Options *o, size_t bytes) {
   }
   if (st != TJ_OK) return fprintf(stderr, "tj-softmax: %s\n", tj_context_error(NULL)), 1;
   if (tj_device_alloc(g->ctx, bytes, &g->x) != TJ_OK ||
-      tj_device_alloc(g->ctx, bytes, &g->y) != TJ_OK)
+      tj_device_alloc(g->ctx, bytes, &g->y) != TJ_OK ||
+      (o->backward && tj_device_alloc(g->ctx, bytes, &g->dy) != TJ_OK))
     return gpu_error(g, "device memory");
   RtBinding b;
   if (rt_bind(g->ctx, &b) != TJ_OK) return gpu_error(g, "context");
@@ -311,12 +356,16 @@ static void gpu_close(Gpu *g) {
   if (g->ctx) {
     tj_device_free(g->ctx, g->x);
     tj_device_free(g->ctx, g->y);
+    if (g->dy) tj_device_free(g->ctx, g->dy);
   }
   tj_context_destroy(g->ctx);
 }
 
 static tj_status gpu_softmax(Gpu *g, const Options *o) {
   tj_softmax_options so = {.num_warps = (int)o->warps};
+  if (o->backward)
+    return tj_softmax_backward(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, g->dy, o->n,
+                               NULL, &so);
   if (o->log_softmax)
     return tj_log_softmax(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, NULL, &so);
   return tj_softmax(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, NULL, &so);
@@ -362,7 +411,8 @@ static int gpu_run(Gpu *g, const Options *o, Host *h) {
   Errors e;
   memset(h->y, 0xff, h->bytes); /* NaN in every dtype: unwritten elements fail */
   if (tj_copy_to_device(g->ctx, g->x, h->x, h->bytes) != TJ_OK ||
-      tj_copy_to_device(g->ctx, g->y, h->y, h->bytes) != TJ_OK)
+      tj_copy_to_device(g->ctx, g->y, h->y, h->bytes) != TJ_OK ||
+      (o->backward && tj_copy_to_device(g->ctx, g->dy, h->dy, h->bytes) != TJ_OK))
     return gpu_error(g, "upload");
   double start = seconds();
   if (gpu_softmax(g, o) != TJ_OK) return gpu_error(g, "tj_softmax");
@@ -375,7 +425,7 @@ static int gpu_run(Gpu *g, const Options *o, Host *h) {
   if (us < 0.0) return gpu_error(g, "timing");
   tj_device_info d;
   tj_context_device_info(g->ctx, &d);
-  double bytes_moved = 2.0 * (double)o->m * (double)o->n * (double)dtype_sizes[o->dtype];
+  double bytes_moved = (o->backward ? 3.0 : 2.0) * (double)o->m * (double)o->n * (double)dtype_sizes[o->dtype];
   printf("tj-softmax: gpu %s M=%lld N=%lld seed=%lld on %s (sm_%d, driver %d.%d)\n",
          dtype_names[o->dtype], (long long)o->m, (long long)o->n, (long long)o->seed, d.name,
          d.arch, d.driver_version / 1000, d.driver_version % 1000 / 10);
@@ -397,7 +447,7 @@ static int run_gpu(const Options *o) {
   Gpu g;
   int rc = gpu_open(&g, o, h.bytes);
   if (rc == 0) {
-    fill(h.x, o);
+    fill(&h, o);
     rc = gpu_run(&g, o, &h);
   }
   gpu_close(&g);

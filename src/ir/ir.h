@@ -287,5 +287,7 @@ extern const char tj_template_softmax[];
 extern const char tj_template_softmax_online[];
 extern const char tj_template_log_softmax[];
 extern const char tj_template_log_softmax_online[];
+extern const char tj_template_softmax_backward[];
+extern const char tj_template_softmax_backward_online[];
 
 #endif /* TJ_IR_H */

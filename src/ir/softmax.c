@@ -13,7 +13,10 @@
  *                      and a second loop normalizes and stores (x is read twice).
  *
  * log_softmax.tj and log_softmax_online.tj are the same two with
- * y = (x - max) - log(sum) for the output (tj_row_program, TJ_ROW_LOG_SOFTMAX).
+ * y = (x - max) - log(sum) for the output (tj_row_program, TJ_ROW_LOG_SOFTMAX);
+ * softmax_backward.tj and softmax_backward_online.tj take y and dy and give
+ * dx = y * (dy - sum(dy * y)) (TJ_ROW_SOFTMAX_BACKWARD), the online one
+ * reading y and dy twice.
  * Which one runs, and how it is specialized, is the strategy's business
  * (runtime/softmax_plan.c), the same for both ops.
  */
@@ -24,7 +27,8 @@
 tj_status tj_row_program(tj_row_op op, tj_softmax_template which, int64_t n, tj_program **out) {
   static const char *const texts[TJ_ROW_OP_COUNT][2] = {
       {tj_template_softmax, tj_template_softmax_online},
-      {tj_template_log_softmax, tj_template_log_softmax_online}};
+      {tj_template_log_softmax, tj_template_log_softmax_online},
+      {tj_template_softmax_backward, tj_template_softmax_backward_online}};
   if (!out) return TJ_ERR_INVALID_ARGUMENT;
   *out = NULL;
   if (n < 0 || (unsigned)which > TJ_SOFTMAX_ONLINE || (unsigned)op >= TJ_ROW_OP_COUNT)

@@ -1,13 +1,13 @@
 /*
- * softmax_launch.c — tj_softmax and tj_log_softmax: their checks and their
- * one launch path (the row op is part of every key).
+ * softmax_launch.c — tj_softmax, tj_log_softmax and tj_softmax_backward:
+ * their checks and their one launch path (the row op is part of every key).
  *
  * The strategy (design.md section 5) is softmax_plan.c's: the plan for the
  * shape on the context's device. This file adds what depends on the call:
  * the alignment of the actual pointers and strides (the largest power of
- * two up to 16 dividing both pointers and, for more than one row, both row
- * strides in bytes; rows of 1 KiB or more that start anywhere, but with x
- * and y at the same phase of 16 bytes, get a phased specialization, 16-byte
+ * two up to 16 dividing every pointer and, for more than one row, every row
+ * stride in bytes; rows of 1 KiB or more that start anywhere, but with all
+ * the op's matrices at the same phase of 16 bytes, get a phased specialization, 16-byte
  * vectors from each row's own boundary; others a scalar one, never a wrong
  * vector access), and a plan whose CTAs cannot be resident together
  * (module.c refuses to load such a kernel) is shrunk, cluster first, then
@@ -23,19 +23,32 @@
  */
 #include "runtime/runtime.h"
 
+#include <stdio.h>
 #include <string.h>
 
-/* The softmax program's parameters (tilejit.h), without the hidden ones. */
-static const uint8_t softmax_params[] = {RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B64, RT_PARAM_B64,
-                                         RT_PARAM_I32};
-#define SOFTMAX_PARAM_COUNT ((int)sizeof softmax_params)
+/* Each row op's entry point and its matrices: the output, then the inputs,
+ * as the program's pointer parameters (then one stride for each, then n). */
+#define ROW_MAX_MATRICES 3
+static const struct {
+  const char *api;
+  int count;
+  const char *names[ROW_MAX_MATRICES];
+} row_ops[TJ_ROW_OP_COUNT] = {
+    {"tj_softmax", 2, {"y", "x"}},
+    {"tj_log_softmax", 2, {"y", "x"}},
+    {"tj_softmax_backward", 3, {"dx", "y", "dy"}},
+};
+
+/* A matrix of the call: its pointer and row stride in elements. */
+typedef struct RowMatrix {
+  uint64_t ptr;
+  int64_t stride;
+} RowMatrix;
 
 /* ----------------------------------------------------- argument checks */
 
-static const char *const op_names[TJ_ROW_OP_COUNT] = {"tj_softmax", "tj_log_softmax"};
-
 static tj_status invalid(tj_context *ctx, tj_row_op op, const char *what) {
-  return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "%s: %s", op_names[op], what);
+  return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT, "%s: %s", row_ops[op].api, what);
 }
 
 static tj_status check_options(tj_context *ctx, tj_row_op op, const tj_softmax_options *o) {
@@ -57,31 +70,56 @@ static int64_t extent(int64_t m, int64_t n, int64_t stride, int elem) {
   return (m - 1) * stride + n;
 }
 
-/* Shapes, strides and pointers of a non-empty call. */
-static tj_status check_matrix(tj_context *ctx, tj_row_op op, int elem, int64_t m, int64_t n,
-                              uint64_t y, int64_t y_stride, uint64_t x, int64_t x_stride) {
-  if (!y || !x) return invalid(ctx, op, "NULL x or y");
+/* Shapes, strides and pointers of a non-empty call (a[0] the output; one
+ * row's strides are taken as n). The output may be an input, with its
+ * stride (in place), but may not overlap one otherwise; inputs may overlap. */
+static tj_status check_matrices(tj_context *ctx, tj_row_op op, int elem, int64_t m, int64_t n,
+                                RowMatrix *a) {
+  char what[96];
+  int count = row_ops[op].count;
   if (m > INT32_MAX) return invalid(ctx, op, "m over 2^31-1 rows (program ids are i32)");
   if (n > INT32_MAX) return invalid(ctx, op, "n over 2^31-1 (the kernel's n is i32)");
-  if (m == 1) y_stride = x_stride = n;
-  if (y_stride < n || x_stride < n) return invalid(ctx, op, "a row stride is smaller than n");
-  int64_t y_span = extent(m, n, y_stride, elem), x_span = extent(m, n, x_stride, elem);
-  if (y_span < 0 || x_span < 0) return invalid(ctx, op, "the matrix spans over 2^63 bytes");
-  if (y == x)
-    return y_stride == x_stride ? TJ_OK : invalid(ctx, op, "in place (y == x) needs equal strides");
-  uint64_t y_end = y + (uint64_t)y_span * (uint64_t)elem,
-           x_end = x + (uint64_t)x_span * (uint64_t)elem;
-  if (y < x_end && x < y_end)
-    return invalid(ctx, op, "y and x overlap without being the same matrix");
+  uint64_t end[ROW_MAX_MATRICES];
+  for (int i = 0; i < count; i++) {
+    const char *name = row_ops[op].names[i];
+    if (!a[i].ptr) {
+      snprintf(what, sizeof what, "NULL %s", name);
+      return invalid(ctx, op, what);
+    }
+    if (m == 1) a[i].stride = n;
+    if (a[i].stride < n) {
+      snprintf(what, sizeof what, "the row stride of %s is smaller than n", name);
+      return invalid(ctx, op, what);
+    }
+    int64_t span = extent(m, n, a[i].stride, elem);
+    if (span < 0) {
+      snprintf(what, sizeof what, "%s spans over 2^63 bytes", name);
+      return invalid(ctx, op, what);
+    }
+    end[i] = a[i].ptr + (uint64_t)span * (uint64_t)elem;
+  }
+  for (int i = 1; i < count; i++) {
+    const char *out = row_ops[op].names[0], *in = row_ops[op].names[i];
+    if (a[0].ptr == a[i].ptr && a[0].stride != a[i].stride) {
+      snprintf(what, sizeof what, "in place (%s == %s) needs equal strides", out, in);
+      return invalid(ctx, op, what);
+    }
+    if (a[0].ptr != a[i].ptr && a[0].ptr < end[i] && a[i].ptr < end[0]) {
+      snprintf(what, sizeof what, "%s and %s overlap without being the same matrix", out, in);
+      return invalid(ctx, op, what);
+    }
+  }
   return TJ_OK;
 }
 
 /* The largest power of two <= 16 dividing the pointers and, for more than
  * one row, the strides in bytes. */
-static int alignment(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64_t x,
-                     int64_t x_stride) {
-  uint64_t bits = y | x | 16u;
-  if (m > 1) bits |= (uint64_t)(y_stride * elem) | (uint64_t)(x_stride * elem);
+static int alignment(int elem, int64_t m, const RowMatrix *a, int count) {
+  uint64_t bits = 16u;
+  for (int i = 0; i < count; i++) {
+    bits |= a[i].ptr;
+    if (m > 1) bits |= (uint64_t)(a[i].stride * elem);
+  }
   return (int)(bits & (~bits + 1));
 }
 
@@ -93,12 +131,16 @@ static int alignment(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64_t
  * N = 577: 77% and 97%). */
 #define PHASED_ROW_BYTES 1024
 
-/* Whether x's and y's rows start at the same phase of 16 bytes, row by
- * row: then a phased kernel moves both in aligned vectors (codegen/phase.c). */
-static bool same_phase(int elem, int64_t m, uint64_t y, int64_t y_stride, uint64_t x,
-                       int64_t x_stride) {
-  if ((x ^ y) & 15u) return false;
-  return m == 1 || (((uint64_t)x_stride - (uint64_t)y_stride) * (uint64_t)elem & 15u) == 0;
+/* Whether every matrix's rows start at the same phase of 16 bytes, row by
+ * row: then a phased kernel moves them all in aligned vectors
+ * (codegen/phase.c). */
+static bool same_phase(int elem, int64_t m, const RowMatrix *a, int count) {
+  for (int i = 1; i < count; i++) {
+    if ((a[i].ptr ^ a[0].ptr) & 15u) return false;
+    if (m > 1 && (((uint64_t)a[i].stride - (uint64_t)a[0].stride) * (uint64_t)elem & 15u) != 0)
+      return false;
+  }
+  return true;
 }
 
 /* ------------------------------------------------------- the fast path */
@@ -154,12 +196,15 @@ void rt_softmax_reset(tj_context *ctx) {
 
 /* ------------------------------------------------------- the slow path */
 
-static tj_status check_kernel(tj_context *ctx, const tj_kernel *k) {
-  if (k->param_count - k->hidden_count == SOFTMAX_PARAM_COUNT &&
-      memcmp(k->param_kind, softmax_params, sizeof softmax_params) == 0)
-    return TJ_OK;
-  return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "tj_softmax: %s does not have softmax's parameters",
-                 k->report.info.entry);
+/* The kernel has the row op's parameters: its pointers and strides (b64),
+ * then n (i32). */
+static tj_status check_kernel(tj_context *ctx, tj_row_op op, const tj_kernel *k) {
+  int count = row_ops[op].count, params = k->param_count - k->hidden_count;
+  bool ok = params == 2 * count + 1 && k->param_kind[2 * count] == RT_PARAM_I32;
+  for (int i = 0; ok && i < 2 * count; i++) ok = k->param_kind[i] == RT_PARAM_B64;
+  if (ok) return TJ_OK;
+  return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "%s: %s does not have the row op's parameters",
+                 row_ops[op].api, k->report.info.entry);
 }
 
 static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_softmax_plan *plan,
@@ -167,7 +212,7 @@ static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_so
   tj_program *p = NULL;
   tj_spec *s = NULL;
   tj_spec_options o;
-  const char *name = op_names[key->op];
+  const char *name = row_ops[key->op].api;
   tj_status st = tj_row_program((tj_row_op)key->op, plan->which, key->n, &p);
   if (st != TJ_OK)
     return rt_fail(ctx, st, "%s: template: %s", name,
@@ -179,7 +224,7 @@ static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_so
   if (st == TJ_OK && (st = tj_specialize(p, &o, &s)) != TJ_OK)
     st = rt_fail(ctx, st, "%s: %s", name, tj_program_error(p));
   if (st == TJ_OK) st = rt_compile_entry(ctx, s, (tj_backend)key->backend, out);
-  if (st == TJ_OK && (st = check_kernel(ctx, rt_entry_value(*out))) != TJ_OK)
+  if (st == TJ_OK && (st = check_kernel(ctx, (tj_row_op)key->op, rt_entry_value(*out))) != TJ_OK)
     rt_entry_release(*out);
   tj_spec_destroy(s);
   tj_program_destroy(p);
@@ -212,30 +257,31 @@ static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry 
 
 /* ------------------------------------------------------------- the API */
 
+/* a: the op's matrices, output first (row_ops). */
 static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n,
-                        uint64_t y, int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
-                        const tj_softmax_options *opts) {
+                        RowMatrix *a, void *stream, const tj_softmax_options *opts) {
   static const tj_softmax_options defaults;
   const tj_softmax_options *o = opts ? opts : &defaults;
-  if (!ctx) return rt_fail_no_handle(op_names[op], "context");
+  int count = row_ops[op].count;
+  if (!ctx) return rt_fail_no_handle(row_ops[op].api, "context");
   if ((unsigned)dtype >= TJ_DTYPE_COUNT) return invalid(ctx, op, "unknown dtype");
   if (m < 0 || n < 0) return invalid(ctx, op, "negative m or n");
   tj_status st = check_options(ctx, op, o);
   if (st != TJ_OK || m == 0 || n == 0) return st;
   int elem = ir_dtype_size(dtype);
-  if ((st = check_matrix(ctx, op, elem, m, n, y, y_stride, x, x_stride)) != TJ_OK) return st;
+  if ((st = check_matrices(ctx, op, elem, m, n, a)) != TJ_OK) return st;
   RtFastKey key;
   memset(&key, 0, sizeof key);
   key.n = n;
   key.op = op;
   key.dtype = dtype;
-  key.align = alignment(elem, m, y, y_stride, x, x_stride);
+  key.align = alignment(elem, m, a, count);
   key.backend = o->backend;
-  if (key.align < elem) return invalid(ctx, op, "x or y is not aligned to its element size");
-  bool any_phase = key.align < 16 && n * elem >= PHASED_ROW_BYTES &&
-                   same_phase(elem, m, y, y_stride, x, x_stride);
-  if ((st = tj_softmax_plan_for(&ctx->info, dtype, m, n, o, &key.plan)) != TJ_OK)
-    return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", op_names[op], (long long)m,
+  if (key.align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
+  bool any_phase =
+      key.align < 16 && n * elem >= PHASED_ROW_BYTES && same_phase(elem, m, a, count);
+  if ((st = tj_row_plan_for(&ctx->info, op, dtype, m, n, o, &key.plan)) != TJ_OK)
+    return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", row_ops[op].api, (long long)m,
                    (long long)n,
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
                                               "online template, or AUTO, takes any n)"
@@ -253,11 +299,17 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
     if ((st = compile_softmax(ctx, &key, &e)) != TJ_OK) return st;
     fast_store(ctx, &key, e);
   }
-  uint64_t slots[SOFTMAX_PARAM_COUNT] = {y, x, (uint64_t)y_stride, (uint64_t)x_stride, 0};
-  uint64_t hidden[2] = {0, 0};
+  /* The pointers, the strides, then n (i32, in the low bytes of its slot). */
+  uint64_t slots[2 * ROW_MAX_MATRICES + 1] = {0};
+  void *params[2 * ROW_MAX_MATRICES + 1 + 2];
   uint32_t n32 = (uint32_t)n;
-  memcpy(&slots[4], &n32, sizeof n32);
-  void *params[SOFTMAX_PARAM_COUNT + 2] = {&slots[0], &slots[1], &slots[2], &slots[3], &slots[4]};
+  for (int i = 0; i < count; i++) {
+    slots[i] = a[i].ptr;
+    slots[count + i] = (uint64_t)a[i].stride;
+  }
+  memcpy(&slots[2 * count], &n32, sizeof n32);
+  for (int i = 0; i <= 2 * count; i++) params[i] = &slots[i];
+  uint64_t hidden[2] = {0, 0};
   st = rt_launch(ctx, rt_entry_value(e), params, hidden, m, stream);
   rt_entry_release(e);
   return st;
@@ -266,11 +318,20 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
 tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
                      int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                      const tj_softmax_options *opts) {
-  return row_op(TJ_ROW_SOFTMAX, ctx, dtype, m, n, y, y_stride, x, x_stride, stream, opts);
+  RowMatrix a[] = {{y, y_stride}, {x, x_stride}};
+  return row_op(TJ_ROW_SOFTMAX, ctx, dtype, m, n, a, stream, opts);
 }
 
 tj_status tj_log_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
                          int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                          const tj_softmax_options *opts) {
-  return row_op(TJ_ROW_LOG_SOFTMAX, ctx, dtype, m, n, y, y_stride, x, x_stride, stream, opts);
+  RowMatrix a[] = {{y, y_stride}, {x, x_stride}};
+  return row_op(TJ_ROW_LOG_SOFTMAX, ctx, dtype, m, n, a, stream, opts);
+}
+
+tj_status tj_softmax_backward(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t dx,
+                              int64_t dx_stride, uint64_t y, int64_t y_stride, uint64_t dy,
+                              int64_t dy_stride, void *stream, const tj_softmax_options *opts) {
+  RowMatrix a[] = {{dx, dx_stride}, {y, y_stride}, {dy, dy_stride}};
+  return row_op(TJ_ROW_SOFTMAX_BACKWARD, ctx, dtype, m, n, a, stream, opts);
 }

@@ -182,8 +182,31 @@ static int warps_for(const tj_device_info *device, tj_dtype dtype, int64_t block
   return tj_default_num_warps(block, dtype);
 }
 
-tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
-                              const tj_softmax_options *options, tj_softmax_plan *plan) {
+/* Row tiles an op keeps in registers across its reduction: softmax and
+ * log-softmax keep x, backward y and dy. The plan sizes CTAs and clusters
+ * for n times this many elements, so that a thread holds as many values as
+ * a softmax thread does. */
+static int row_tiles(tj_row_op op) { return op == TJ_ROW_SOFTMAX_BACKWARD ? 2 : 1; }
+
+/* Warps of the CTAs over which a row of several tiles (held elements in
+ * all) spreads, 0 for plan_wide's own. Measured on an H200 for softmax
+ * backward (bench/RESULTS.md, 2026-11-25), in % of copy, plan_wide's CTAs
+ * against 256-thread ones at 16 elements a tile: bf16 32768 63.5 against
+ * 75.1, 65536 60.6 / 65.2, 262144 34.6 / 56.4, 2^20 30.6 / 41.9; f32 (a
+ * cluster of 8 256-thread CTAs at 32 a tile) 65536 93.6 / 87.1, but split
+ * over the grid 262144 55.7 / 77.4 and 2^20 46.3 / 59.5. So 256-thread CTAs
+ * for 16-bit rows and for rows no cluster holds, while the resident CTAs
+ * hold the row (else plan_wide streams it). */
+static int several_tiles_warps(const tj_device_info *d, int elem, int64_t held, int tiles) {
+  const int threads = 256;
+  if (tiles == 1 || ctas_for(d, held, threads) > resident(d, threads, 64)) return 0;
+  bool in_cluster = d->arch == 90 && d->cluster_launch &&
+                    ceil_div(held, (int64_t)CLUSTER_MAX_THREADS * CLUSTER_VALUES) <= MAX_CLUSTER;
+  return elem == 2 || !in_cluster ? threads / 32 : 0;
+}
+
+tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
+                          int64_t n, const tj_softmax_options *options, tj_softmax_plan *plan) {
   static const tj_softmax_options none;
   const tj_softmax_options *o = options ? options : &none;
   tj_device_info nominal_device;
@@ -191,6 +214,7 @@ tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int6
     tj_device_nominal(90, &nominal_device);
     device = &nominal_device;
   }
+  if ((unsigned)op >= TJ_ROW_OP_COUNT) return TJ_ERR_INVALID_ARGUMENT;
   tj_status st = check(device, dtype, m, n, o, plan);
   if (st != TJ_OK) return st;
   memset(plan, 0, sizeof *plan);
@@ -202,16 +226,23 @@ tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int6
     plan->block = TJ_SOFTMAX_CHUNK;
   if (plan->block > IR_MAX_TILE) return TJ_ERR_UNSUPPORTED;
   plan->cluster = plan->split = 1;
-  bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block > ROW_PER_CTA;
+  int tiles = row_tiles(op);
+  bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block * tiles > ROW_PER_CTA;
   plan->num_warps = o->num_warps ? o->num_warps
                     : wide       ? WIDE_THREADS / 32
-                                 : warps_for(device, dtype, plan->block);
-  if (wide && !o->cluster && !o->split)
-    plan_wide(device, ir_dtype_size(dtype), m, n, o->num_warps, plan);
+                                 : warps_for(device, dtype, plan->block * tiles);
+  int elem = ir_dtype_size(dtype), warps = o->num_warps;
+  if (wide && !warps) warps = several_tiles_warps(device, elem, n * tiles, tiles);
+  if (wide && !o->cluster && !o->split) plan_wide(device, elem, m, n * tiles, warps, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   rt_softmax_fit_block(plan, dtype, n);
   return TJ_OK;
+}
+
+tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
+                              const tj_softmax_options *options, tj_softmax_plan *plan) {
+  return tj_row_plan_for(device, TJ_ROW_SOFTMAX, dtype, m, n, options, plan);
 }
 
 void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n) {

@@ -12,7 +12,8 @@ softmax against a float64 CPU reference with the project's testing
 tolerances, NaN-poisoned outputs, strided rows, in place, streams,
 __cuda_array_interface__ objects, concurrent first use, the per-layout
 argument cache, and the errors each bad input must raise; log_softmax
-against torch.log_softmax; and a user's program through tilejit.Function.
+against torch.log_softmax; softmax_backward against torch's softmax
+backward; and a user's program through tilejit.Function.
 
 Run as a script, it exits 0 when all passed, 1 when a check failed, 77 when
 the host checks passed and the GPU checks were skipped (no torch or GPU).
@@ -352,6 +353,80 @@ def test_log_softmax():
         finite = torch.isfinite(ref)
         expect_close(out[3][finite], ref[finite], name, f"{name} -inf among finite")
     print(f"{checked} shapes x 2")
+
+
+def backward_inputs(m, n, name):
+    """y = softmax of fresh rows (as the dtype holds it), dy = 3 * normal."""
+    y = torch.softmax(fresh(m, n, "f32").float(), dim=-1).to(dtype_of(name))
+    dy = (torch.randn(m, n, device="cuda") * 3).to(dtype_of(name))
+    return dy, y
+
+
+def backward_reference(dy, y):
+    """torch's softmax backward in float64, from the same stored inputs."""
+    dy, y = dy.detach().cpu().double(), y.detach().cpu().double()
+    return torch._softmax_backward_data(dy, y, -1, torch.float64)
+
+
+@gpu
+def test_softmax_backward():
+    """tilejit.softmax_backward against torch's softmax backward in float64:
+    every dtype, widths to 2^20, poisoned outputs, three different row
+    strides, in place (out=dy and out=y), an interface object, the extreme
+    rows, and the errors of mismatched inputs."""
+    checked = 0
+    for name in ("f32", "f16", "bf16"):
+        for n in WIDTHS[::2] + [WIDTHS[-1], 1 << 20]:
+            m = 67 if n <= 4096 else 3 if n < 1 << 20 else 2
+            dy, y = backward_inputs(m, n, name)
+            ref = backward_reference(dy, y)
+            out = poisoned_like(y)
+            expect(tilejit.softmax_backward(dy, y, out=out) is out, "did not return out")
+            expect_close(out, ref, name, f"{name} {m}x{n} softmax_backward")
+            wide = [poisoned_like(torch.empty(m, n + pad, dtype=y.dtype, device="cuda"))
+                    for pad in (3, 8, 1)]
+            wide[1][:, :n], wide[2][:, :n] = y, dy
+            tilejit.softmax_backward(wide[2][:, :n], wide[1][:, :n], out=wide[0][:, :n])
+            expect_close(wide[0][:, :n], ref, name, f"{name} {m}x{n} strided")
+            for w, pad in zip(wide, (3, 8, 1)):
+                expect(bool(torch.isnan(w[:, n:]).all()), f"{name} {m}x{n}: gap written")
+            tilejit.softmax_backward(wide[2][:, :n], wide[1][:, :n], out=wide[2][:, :n])
+            expect_close(wide[2][:, :n], ref, name, f"{name} {m}x{n} in place (out=dy)")
+            checked += 1
+        dy, y = backward_inputs(6, 100, name)  # row 5 stays finite
+        y[0, 3] = float("nan")
+        dy[1, 7] = float("nan")
+        dy[2, 9] = float("inf")
+        y[3, 0], dy[3, 0] = 0.0, float("-inf")
+        y[4] = float("nan")
+        ref = backward_reference(dy, y)
+        got = tilejit.softmax_backward(dy, y).double().cpu()
+        expect(bool((torch.isnan(got) == torch.isnan(ref)).all()),
+               f"{name}: NaN where torch has none, or none where it has")
+        expect(bool((got[torch.isinf(ref)] == ref[torch.isinf(ref)]).all()) and
+               bool((torch.isinf(got) == torch.isinf(ref)).all()), f"{name}: infs differ")
+        finite = torch.isfinite(ref)
+        expect(bool(finite.any()), f"{name}: the extreme rows left nothing finite to compare")
+        expect_close(got[finite], ref[finite], name, f"{name} extreme rows, finite elements")
+        y_in = y.clone()
+        tilejit.softmax_backward(dy, y_in, out=y_in)  # in place, out=y
+        expect(bool((torch.isnan(y_in.double().cpu()) == torch.isnan(ref)).all()),
+               f"{name}: in place (out=y), extreme rows")
+    dy, y = backward_inputs(4, 100, "f32")
+    ref = backward_reference(dy, y)
+    array = tilejit.softmax_backward(Wrapped(dy), Wrapped(y))
+    got = torch.frombuffer(bytearray(array.copy_to_host()), dtype=torch.float32).reshape(4, 100)
+    expect_close(got, ref, "f32", "interface objects")
+    expect_raises(ValueError, lambda: tilejit.softmax_backward(dy[:, :50], y), "dy")
+    expect_raises(ValueError, lambda: tilejit.softmax_backward(dy.half(), y), "dy")
+    expect_raises(ValueError, lambda: tilejit.softmax_backward(dy, y, out=dy.cpu()), "out")
+    expect_raises(TypeError, lambda: tilejit.softmax_backward(dy, y, out=[0]), "out")
+    buffer = torch.empty(401 * 100, device="cuda")
+    y_in, out = buffer[:40000].view(400, 100)[:4], buffer[1:40001].view(400, 100)[:4]
+    y_in.copy_(y)
+    expect_raises(tilejit.Error, lambda: tilejit.softmax_backward(dy, y_in, out=out),
+                  "dx and y overlap")
+    print(f"{checked} shapes x 3")
 
 
 @gpu
