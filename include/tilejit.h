@@ -161,6 +161,7 @@ static inline tj_type tj_tile_type(tj_elem e, int len_const) {
   X(SUB, "sub", 2, 2, ELEMENTWISE, ARITH, "a - b")                                                 \
   X(MUL, "mul", 2, 2, ELEMENTWISE, ARITH, "a * b")                                                 \
   X(DIV, "div", 2, 2, ELEMENTWISE, FLOAT2, "a / b, IEEE round-to-nearest")                         \
+  X(REM, "rem", 2, 2, ELEMENTWISE, INT2, "a % b, truncated as C's %; 0 where b is 0 or -1")         \
   X(MAX, "max", 2, 2, ELEMENTWISE, ARITH, "max(a, b); a NaN operand yields the other (fmaxf)")     \
   X(MIN, "min", 2, 2, ELEMENTWISE, ARITH, "min(a, b); a NaN operand yields the other (fminf)")     \
   X(NEG, "neg", 1, 1, ELEMENTWISE, ARITH, "-a")                                                    \
@@ -408,12 +409,15 @@ typedef enum tj_row_op {
   TJ_ROW_SOFTMAX,          /* y = exp(x - max) / sum exp(x - max) */
   TJ_ROW_LOG_SOFTMAX,      /* y = (x - max) - log sum exp(x - max) */
   TJ_ROW_SOFTMAX_BACKWARD, /* dx = y * (dy - sum(dy * y)), from y = softmax(x) and dy */
+  TJ_ROW_MASKED_SOFTMAX,   /* y = softmax(scale * x) over the kept columns, 0 elsewhere */
   TJ_ROW_OP_COUNT
 } tj_row_op;
 
 /* tj_softmax_program for any row op (templates/log_softmax*.tj,
- * templates/softmax_backward*.tj). The backward programs' parameters are
- *   dx, y, dy: ptr<DTYPE>, dx_stride, y_stride, dy_stride: i64, n: i32. */
+ * templates/softmax_backward*.tj, templates/masked_softmax*.tj). The
+ * backward programs' parameters are
+ *   dx, y, dy: ptr<DTYPE>, dx_stride, y_stride, dy_stride: i64, n: i32;
+ * the masked ones' softmax's, then scale: f32, rows: i32, offset: i64. */
 TJ_API tj_status tj_row_program(tj_row_op op, tj_softmax_template which, int64_t n,
                                 tj_program **out);
 
@@ -704,6 +708,26 @@ TJ_API tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t 
 TJ_API tj_status tj_log_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
                                 int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                                 const tj_softmax_options *opts);
+
+/* The mask of tj_masked_softmax: attention scores, one row per query. */
+typedef struct tj_softmax_mask {
+  float scale;    /* the scores are scale * x; positive and finite (1 / sqrt(head size)) */
+  int causal;     /* 0: every column is kept; 1: column j of query q while j <= q + offset */
+  int64_t rows;   /* queries per attention matrix: row r is query r % rows (0: m) */
+  int64_t offset; /* the diagonal: 0 as torch.tril (top left), n - rows for bottom right */
+} tj_softmax_mask;
+
+/* y = softmax(scale * x) over the kept columns of each row, exactly 0 in
+ * the dropped ones (which are not read), as attention computes its weights:
+ * torch's scaled_dot_product_attention with is_causal (offset 0) or its
+ * bottom-right causal mask (offset n - rows). A row that keeps no column, or
+ * whose kept scores are all -inf, comes out all 0 (torch's safe softmax in
+ * attention); +inf or NaN among the kept scores make the row NaN. Everything
+ * else as tj_softmax: the plan, checks, alignment, in place and options. */
+TJ_API tj_status tj_masked_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n,
+                                   uint64_t y, int64_t y_stride, uint64_t x, int64_t x_stride,
+                                   const tj_softmax_mask *mask, void *stream,
+                                   const tj_softmax_options *opts);
 
 /* dx = y * (dy - sum(dy * y)) over each row: the gradient of softmax, given
  * its output y and the gradient dy of the loss with respect to y (torch's

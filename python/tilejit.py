@@ -46,6 +46,7 @@ import ctypes.util
 import enum
 import glob
 import itertools
+import numbers
 import os
 import platform
 import sys
@@ -54,7 +55,7 @@ import threading
 
 __all__ = [
     "Error", "Status", "DeviceArray", "Function", "softmax", "log_softmax", "softmax_backward",
-    "dump_ptx", "version",
+    "masked_softmax", "dump_ptx", "version",
     "cache_stats", "device_info", "synchronize", "library_path",
 ]
 
@@ -114,6 +115,11 @@ class _SoftmaxOptions(ctypes.Structure):
     _fields_ = [("num_warps", ctypes.c_int), ("backend", ctypes.c_int),
                 ("which_template", ctypes.c_int), ("cluster", ctypes.c_int),
                 ("split", ctypes.c_int)]
+
+
+class _SoftmaxMask(ctypes.Structure):
+    _fields_ = [("scale", ctypes.c_float), ("causal", ctypes.c_int), ("rows", ctypes.c_int64),
+                ("offset", ctypes.c_int64)]
 
 
 class _SoftmaxPlan(ctypes.Structure):
@@ -268,6 +274,8 @@ _PROTOTYPES = {
                             _P(_SoftmaxOptions)]),
     "tj_softmax_backward": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _U64, _I64, _VP,
                                  _P(_SoftmaxOptions)]),
+    "tj_masked_softmax": (_I, [_VP, _I, _I64, _I64, _U64, _I64, _U64, _I64, _P(_SoftmaxMask), _VP,
+                               _P(_SoftmaxOptions)]),
     "tj_program_parse": (_I, [ctypes.c_char_p, ctypes.c_size_t, _P(_VP)]),
     "tj_function_create": (_I, [_VP, _VP, _P(_FunctionOptions), _P(_VP)]),
     "tj_function_destroy": (None, [_VP]),
@@ -335,6 +343,7 @@ _tj_log_softmax = _lib.tj_log_softmax
 _tj_log_softmax_raw = _lib["tj_log_softmax"]
 _tj_log_softmax_raw.restype = ctypes.c_int
 _RAW = [_tj_softmax_raw, _tj_log_softmax_raw]  # per row op (tests put recorders here)
+_tj_masked_softmax = _lib.tj_masked_softmax  # with argtypes (tests put a recorder here)
 
 
 def _text(raw):
@@ -576,18 +585,17 @@ def _matrix_of_tensor(t, what, api="tilejit.softmax"):
     raise ValueError(f"{api}: {what} must be 1-D or 2-D, not {len(shape)}-D")
 
 
-def _out_stride(x, out, device):
+def _out_stride(x, out, device, api="tilejit.softmax"):
     """out's row stride, after checking that it is a tensor like x."""
     if not isinstance(out, _Tensor):
-        raise TypeError("tilejit.softmax: out must be a torch.Tensor like x, "
-                        f"not {type(out).__name__}")
+        raise TypeError(f"{api}: out must be a torch.Tensor like x, not {type(out).__name__}")
     if out.dtype != x.dtype:
-        raise TypeError(f"tilejit.softmax: out is {out.dtype} but x is {x.dtype}")
+        raise TypeError(f"{api}: out is {out.dtype} but x is {x.dtype}")
     if out.shape != x.shape:
-        raise ValueError(f"tilejit.softmax: out has shape {tuple(out.shape)}, x {tuple(x.shape)}")
+        raise ValueError(f"{api}: out has shape {tuple(out.shape)}, x {tuple(x.shape)}")
     if out.get_device() != device:
-        raise ValueError(f"tilejit.softmax: out is on {out.device}, x on {x.device}")
-    return _matrix_of_tensor(out, "out")[2]
+        raise ValueError(f"{api}: out is on {out.device}, x on {x.device}")
+    return _matrix_of_tensor(out, "out", api)[2]
 
 
 def _allocator(torch, x, n):
@@ -601,7 +609,7 @@ def _allocator(torch, x, n):
     return lambda _: torch.empty(shape, dtype=dtype, device=device)
 
 
-def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
+def _plan_tensor_call(torch, x, out, key, num_warps, backend, template, api="tilejit.softmax"):
     """Checks a layout seen for the first time and keeps, under its key
     (unless None), what every call with that layout passes (ctypes objects
     all): the context, dtype, m, n, strides, options, device and output allocator;
@@ -609,11 +617,10 @@ def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
     options = _options(num_warps, backend, template)
     dtype = _torch_dtypes.get(x.dtype)
     if dtype is None:
-        raise TypeError(f"tilejit.softmax: x is {x.dtype}; "
-                        "tilejit takes float32, float16, bfloat16")
+        raise TypeError(f"{api}: x is {x.dtype}; tilejit takes float32, float16, bfloat16")
     if not x.is_cuda:
-        raise ValueError(f"tilejit.softmax: x is on {x.device}; tilejit needs a CUDA tensor")
-    m, n, x_stride = _matrix_of_tensor(x, "x")
+        raise ValueError(f"{api}: x is on {x.device}; tilejit needs a CUDA tensor")
+    m, n, x_stride = _matrix_of_tensor(x, "x", api)
     device = x.get_device()
     allocate = None
     if out is None:
@@ -622,7 +629,7 @@ def _plan_tensor_call(torch, x, out, key, num_warps, backend, template):
     elif out is x:
         y_stride = x_stride
     else:
-        y_stride = _out_stride(x, out, device)
+        y_stride = _out_stride(x, out, device, api)
     ctx = _contexts.get(device) or _context(device)
     plan = (ctx, _C_DTYPES[dtype], _I64(m), _I64(n), _I64(y_stride), _I64(x_stride), device,
             options, allocate)
@@ -688,18 +695,17 @@ def _interface_matrix(obj, what, writable, api="tilejit.softmax"):
     return dtype, shape, m, n, row_bytes // size, pointer or 0, stream or 0
 
 
-def _softmax_interface(fn, x, out, options, stream):
-    dtype, shape, m, n, x_stride, x_ptr, x_stream = _interface_matrix(x, "x", False)
+def _softmax_interface(fn, x, out, options, stream, api="tilejit.softmax"):
+    dtype, shape, m, n, x_stride, x_ptr, x_stream = _interface_matrix(x, "x", False, api)
     device = _default_device()
     ctx = _context(device)
     if out is None:
         out = DeviceArray(shape, _DTYPE_NAMES[dtype], device=device)
-    y_dtype, _, y_m, y_n, y_stride, y_ptr, _ = _interface_matrix(out, "out", True)
+    y_dtype, _, y_m, y_n, y_stride, y_ptr, _ = _interface_matrix(out, "out", True, api)
     if y_dtype != dtype:
-        raise TypeError(f"tilejit.softmax: out is {_DTYPE_NAMES[y_dtype]} but x is "
-                        f"{_DTYPE_NAMES[dtype]}")
+        raise TypeError(f"{api}: out is {_DTYPE_NAMES[y_dtype]} but x is {_DTYPE_NAMES[dtype]}")
     if (y_m, y_n) != (m, n):
-        raise ValueError(f"tilejit.softmax: out is {y_m}x{y_n}, x {m}x{n}")
+        raise ValueError(f"{api}: out is {y_m}x{y_n}, x {m}x{n}")
     if stream is None:
         stream = x_stream
     status = fn(ctx, dtype, m, n, y_ptr, y_stride, x_ptr, x_stride, stream, options)
@@ -860,6 +866,81 @@ def _backward_tensor(t, what, y):
                          "all must be on one CUDA device")
     m, n, stride = _matrix_of_tensor(t, what, "tilejit.softmax_backward")
     return m, n, stride, t.data_ptr()
+
+
+def masked_softmax(x, out=None, *, scale=1.0, causal=False, offset=0, rows=0, num_warps=0,
+                   backend="ptx", template="auto", stream=None):
+    """out = softmax(scale * x) over the kept columns of each row, exactly 0
+    in the others; returns out: the weights of attention, one row per query
+    (tj_masked_softmax).
+
+    causal=False keeps every column. causal=True keeps column j of row r
+    while j <= r % rows + offset: rows is the number of queries of one
+    attention matrix, x being all of them stacked (M = batch * heads *
+    rows; 0, the default, means M), and offset 0 is torch.tril's causal mask
+    (top left), offset n - rows the bottom-right one. offset and rows apply
+    to causal=True only. scale: positive and finite as a float32 (1 /
+    sqrt(head size)). A row that keeps no column, or whose kept scores are
+    all -inf, comes out all 0 (as scaled_dot_product_attention's safe
+    softmax); +inf or NaN among the kept scores make the row NaN. Dropped
+    columns are not read.
+
+    x, out and the options, streams and errors as softmax's (x: 1-D or 2-D,
+    float32/float16/bfloat16, any row stride; out may be x itself).
+    """
+    api = "tilejit.masked_softmax"
+    mask = _mask(scale, causal, offset, rows)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        _init_torch(torch)
+        ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = _plan_tensor_call(
+            torch, x, out, None, num_warps, backend, template, api)
+        if out is None:
+            out = allocate(x)
+        if stream is None:
+            stream = _raw_stream(device)
+        if type(stream) is not int:
+            raise TypeError(f"{api}: stream must be a CUstream as an int, not "
+                            f"{type(stream).__name__}")
+        _check(_tj_masked_softmax(ctx, dtype, m, n, out.data_ptr(), y_stride, x.data_ptr(),
+                                  x_stride, mask, stream, options), ctx)
+        return out
+
+    def launch(ctx, dtype, m, n, y_ptr, y_stride, x_ptr, x_stride, stream, options):
+        if type(stream) is not int:
+            raise TypeError(f"{api}: stream must be a CUstream as an int, not "
+                            f"{type(stream).__name__}")
+        return _tj_masked_softmax(ctx, dtype, m, n, y_ptr, y_stride, x_ptr, x_stride, mask,
+                                  stream, options)
+
+    options = _options(num_warps, backend, template)
+    return _softmax_interface(launch, x, out, options, stream, api)
+
+
+def _mask(scale, causal, offset, rows):
+    """The tj_softmax_mask of masked_softmax's arguments, checked as
+    tj_masked_softmax checks them (and offset, rows with causal only)."""
+    api = "tilejit.masked_softmax"
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"{api}: scale must be a float, not {type(scale).__name__}")
+    try:
+        scale32 = ctypes.c_float(float(scale)).value
+    except OverflowError:  # an int past any float
+        scale32 = float("inf")
+    if not 0.0 < scale32 < float("inf"):
+        raise ValueError(f"{api}: scale must be positive and finite as a float32, not "
+                         f"{repr(scale):.40}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"{api}: causal must be True or False, not {causal!r}")
+    for name, value, low in (("offset", offset, -2**63), ("rows", rows, 0)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{api}: {name} must be an int, not {type(value).__name__}")
+        high = 2**63 - 1 if name == "offset" else 2**31 - 1
+        if not low <= value <= high:
+            raise ValueError(f"{api}: {name} must be from {low} to {high}, not {value}")
+        if value and not causal:
+            raise ValueError(f"{api}: {name}={value} applies to causal=True only")
+    return ctypes.byref(_SoftmaxMask(scale32, int(causal), rows, offset))
 
 
 def _prepared_softmax(x, out):

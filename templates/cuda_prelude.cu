@@ -131,6 +131,10 @@ __device__ __forceinline__ int tj_min(int a, int b) {
 }
 __device__ __forceinline__ long long tj_min(long long a, long long b) { return a < b ? a : b; }
 
+/* a % b, 0 where b is 0 or -1 (as the interpreter). */
+template <class T> __device__ __forceinline__ T tj_rem(T a, T b) {
+  return b == 0 || b == -1 ? (T)0 : a % b;
+}
 __device__ __forceinline__ float tj_neg(float a) { return -a; }
 __device__ __forceinline__ int tj_neg(int a) { return (int)(0u - (unsigned)a); }
 __device__ __forceinline__ long long tj_neg(long long a) {

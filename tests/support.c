@@ -228,6 +228,87 @@ void backward_fill(TjMatrix *y, TjMatrix *dy, TjRng *r) {
   free(row);
 }
 
+int64_t masked_softmax_end(const tj_softmax_mask *mask, int64_t m, int64_t n, int64_t row) {
+  int64_t rows = mask->rows ? mask->rows : m, q = rows > 0 ? row % rows : row;
+  if (!mask->causal || mask->offset >= n) return n;
+  if (mask->offset < -q - 1) return 0;
+  int64_t end = q + mask->offset + 1; /* q < 2^63 - n and -q-1 <= offset < n: no overflow */
+  return end < 0 ? 0 : end > n ? n : end;
+}
+
+static void masked_reference_row(const TjMatrix *x, int64_t row, int64_t end, double scale,
+                                 double *ref) {
+  double max = -INFINITY, sum = 0.0;
+  bool nan = false;
+  for (int64_t c = 0; c < end; c++) {
+    double v = matrix_get(x, row, c);
+    nan |= isnan(v);
+    max = fmax(max, v);
+  }
+  if (nan || max == INFINITY) {
+    for (int64_t c = 0; c < x->cols; c++) ref[c] = NAN;
+    return;
+  }
+  for (int64_t c = 0; c < x->cols; c++) ref[c] = 0.0;
+  if (max == -INFINITY) return; /* no column kept, or every kept one -inf */
+  for (int64_t c = 0; c < end; c++) sum += ref[c] = exp(scale * (matrix_get(x, row, c) - max));
+  for (int64_t c = 0; c < end; c++) ref[c] /= sum;
+}
+
+void masked_softmax_reference(const TjMatrix *x, const tj_softmax_mask *mask, double *ref) {
+  for (int64_t row = 0; row < x->rows; row++)
+    masked_reference_row(x, row, masked_softmax_end(mask, x->rows, x->cols, row),
+                         (double)mask->scale, ref + row * x->cols);
+}
+
+void masked_softmax_fill(TjMatrix *x, const tj_softmax_mask *mask, TjRng *r) {
+  matrix_fill_random(x, r, 3.0, x->dtype == TJ_DTYPE_F32 ? 1e4 : 100.0);
+  for (int64_t row = 1; row < x->rows; row += 2) {
+    int64_t end = masked_softmax_end(mask, x->rows, x->cols, row);
+    if (end == x->cols) continue;
+    matrix_set(x, row, x->cols - 1, INFINITY);
+    matrix_set(x, row, end, NAN);
+  }
+}
+
+void masked_softmax_extreme_rows(TjMatrix *x, const tj_softmax_mask *mask) {
+  int64_t n = x->cols;
+  bool f16 = x->dtype == TJ_DTYPE_F16;
+  double big = f16 ? 65504.0 : 3e38, huge = f16 ? 6e4 : 1e30, tiny = f16 ? 1e-6 : 1e-40;
+  static const double dropped[3] = {NAN, INFINITY, -INFINITY};
+  for (int64_t r = 1; r < x->rows; r++) {
+    int64_t end = masked_softmax_end(mask, x->rows, n, r);
+    switch (r % 10) {
+    case 1:
+      for (int64_t c = 0; c + 1 < end; c += 3) matrix_set(x, r, c, -INFINITY);
+      break;
+    case 2:
+    case 9:
+      for (int64_t c = 0; c < end; c++) matrix_set(x, r, c, -INFINITY);
+      if (r % 10 == 9 && end < n) matrix_set(x, r, n - 1, NAN);
+      break;
+    case 3:
+      if (end) matrix_set(x, r, end / 2, INFINITY);
+      break;
+    case 4:
+      if (end) matrix_set(x, r, end - 1, NAN);
+      break;
+    case 5:
+      for (int64_t c = end; c < n; c++) matrix_set(x, r, c, dropped[c % 3]);
+      break;
+    case 6:
+      for (int64_t c = 0; c < end; c++) matrix_set(x, r, c, tiny * (double)(c % 3 - 1));
+      break;
+    case 7:
+      for (int64_t c = 0; c < end; c++) matrix_set(x, r, c, c == end / 3 ? big : -big);
+      break;
+    case 8:
+      for (int64_t c = 0; c < end; c++) matrix_set(x, r, c, c == end - 1 ? -huge : huge);
+      break;
+    }
+  }
+}
+
 tj_status row_spec_options(tj_row_op op, tj_softmax_template which, tj_dtype dtype, int64_t rows,
                            int64_t n, int arch, int warps, tj_spec_options *o) {
   tj_device_info device;
@@ -293,6 +374,22 @@ bool compare_rows(const TjMatrix *y, const double *ref, TjTolerance t, bool chec
       compare_element(y, ref[row * y->cols + col], t, check_written, row, col, c);
   count_touched(y, c);
   return c->bad == 0 && c->touched == 0;
+}
+
+int64_t compare_exact_zeros(const TjMatrix *y, const double *ref, int64_t *row, int64_t *col) {
+  int64_t bad = 0;
+  *row = *col = -1;
+  for (int64_t r = 0; r < y->rows; r++)
+    for (int64_t c = 0; c < y->cols; c++) {
+      if (ref[r * y->cols + c] != 0.0) continue;
+      double got = matrix_get(y, r, c);
+      if (got == 0.0 && !signbit(got)) continue;
+      if (bad++ == 0) {
+        *row = r;
+        *col = c;
+      }
+    }
+  return bad;
 }
 
 void compare_describe(const TjCompare *c, char *out, size_t size) {

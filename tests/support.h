@@ -101,6 +101,29 @@ void backward_reference(const TjMatrix *y, const TjMatrix *dy, double *ref);
 /* Inputs for softmax backward: y the softmax of random rows (as the dtype
  * holds it), dy 3 * normal; gaps and guards to the poison. */
 void backward_fill(TjMatrix *y, TjMatrix *dy, TjRng *r);
+/* Masked softmax (tj_masked_softmax): the columns row `row` of an m-row call
+ * keeps, 0 .. end-1, end = clamp(q + offset + 1, 0, n) for query
+ * q = row % rows (rows 0: m), or n when the mask is not causal. Any offset
+ * in int64 (no overflow), as the API takes it. */
+int64_t masked_softmax_end(const tj_softmax_mask *mask, int64_t m, int64_t n, int64_t row);
+/* Its float64 reference: exp(scale * (x - max)) / sum over the kept columns
+ * (scale the f32 mask->scale), exactly 0 in the dropped ones; a row that
+ * keeps nothing, or whose kept x are all -inf, all 0; a kept +inf or NaN
+ * makes the whole row NaN (dropped columns too, as torch's masked softmax).
+ * Dropped columns are not read. */
+void masked_softmax_reference(const TjMatrix *x, const tj_softmax_mask *mask, double *ref);
+/* Inputs for masked softmax: 3 * normal around a row offset (1e4 for f32,
+ * 100 for 16-bit types), gaps and guard to the poison; in every odd row
+ * with dropped columns a NaN in the first and a +inf in the last, which
+ * must not matter since they are not read. */
+void masked_softmax_fill(TjMatrix *x, const tj_softmax_mask *mask, TjRng *r);
+/* Row r of 10, over its kept columns 0 .. end-1: 0 as filled; 1 a -inf at
+ * every third (exact zeros); 2 all -inf (a row of zeros); 3 a +inf and 4 a
+ * NaN (NaN rows); 5 NaN, +inf and -inf in the dropped columns only (as if
+ * none); 6 subnormals; 7 one-hot from the dtype's largest values; 8 all
+ * huge but one as hugely negative; 9 all -inf, with a NaN in the last
+ * dropped column (a row of zeros). */
+void masked_softmax_extreme_rows(TjMatrix *x, const tj_softmax_mask *mask);
 /* As softmax_spec_options, for any row op's plan (tj_row_plan_for). */
 tj_status row_spec_options(tj_row_op op, tj_softmax_template which, tj_dtype dtype, int64_t rows,
                            int64_t n, int arch, int warps, tj_spec_options *o);
@@ -130,6 +153,10 @@ typedef struct TjCompare {
  * the poison (off for in-place runs, whose rows start as x). True if clean. */
 bool compare_rows(const TjMatrix *y, const double *ref, TjTolerance t, bool check_written,
                   TjCompare *c);
+/* Row elements whose reference is exactly 0 (a dropped column, a -inf, an
+ * exp that underflows even in float64) must be exactly +0: returns how many
+ * are not, the first of them in *row, *col (-1 when none). */
+int64_t compare_exact_zeros(const TjMatrix *y, const double *ref, int64_t *row, int64_t *col);
 /* "3 of 4000 bad (first at row 1, col 7: got nan, want 0.25), 0 unwritten, ..." */
 void compare_describe(const TjCompare *c, char *out, size_t size);
 

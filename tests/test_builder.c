@@ -135,6 +135,8 @@ START_TEST(elementwise_type_rules) {
   expect_fail(f.p, TJ_OP_EXP, ints, 1, TJ_ERR_TYPE, "must be f32");
   tj_value divi[2] = {f.n, f.n};
   expect_fail(f.p, TJ_OP_DIV, divi, 2, TJ_ERR_TYPE, "must be f32");
+  tj_value remf[2] = {f.fs, f.fs};
+  expect_fail(f.p, TJ_OP_REM, remf, 2, TJ_ERR_TYPE, "must be i32 or i64");
   tj_value ptr[2] = {f.x, f.fs};
   expect_fail(f.p, TJ_OP_MUL, ptr, 2, TJ_ERR_TYPE, "is a pointer");
   int chunk;

@@ -315,6 +315,25 @@ START_TEST(i64_arithmetic_wraps) {
 }
 END_TEST
 
+/* a % b as C's (the sign of a), 0 where b is 0 or -1 (INT_MIN % -1 included). */
+START_TEST(int_remainder) {
+  const int32_t a[LEN] = {7, -7, 7, -7, INT32_MIN, INT32_MIN, 5, INT32_MAX};
+  const int32_t b[LEN] = {3, 3, -3, -3, -1, 0, 0, 1000};
+  const int32_t want[LEN] = {1, -1, 1, -1, 0, 0, 0, INT32_MAX % 1000};
+  int32_t got[LEN];
+  int_op(TJ_OP_REM, TJ_I32, a, b, got, TJ_I32);
+  for (int k = 0; k < LEN; k++) ck_assert_msg(got[k] == want[k], "lane %d: %d", k, got[k]);
+  const int64_t a64[LEN] = {INT64_MIN, INT64_MIN, 10, -10, INT64_MAX, 3, (int64_t)1 << 40, -1};
+  const int64_t b64[LEN] = {-1, 0, 4, 4, (int64_t)1 << 33, -1, 7, 5};
+  const int64_t want64[LEN] = {0, 0, 2, -2, INT64_MAX % ((int64_t)1 << 33), 0,
+                               ((int64_t)1 << 40) % 7, -1};
+  int64_t got64[LEN];
+  int_op(TJ_OP_REM, TJ_I64, a64, b64, got64, TJ_I64);
+  for (int k = 0; k < LEN; k++)
+    ck_assert_msg(got64[k] == want64[k], "lane %d: %lld", k, (long long)got64[k]);
+}
+END_TEST
+
 START_TEST(neg_wraps) {
   tj_program *p = program();
   tj_value out32 = ptr_param(p, "out32", TJ_I32), out64 = ptr_param(p, "out64", TJ_I64);
@@ -985,6 +1004,7 @@ static Suite *interp_suite(void) {
   tcase_add_test(elementwise, float_unary);
   tcase_add_test(elementwise, float_compares_are_false_on_nan_except_ne);
   tcase_add_test(elementwise, int_compares_and_logic);
+  tcase_add_test(elementwise, int_remainder);
   tcase_add_test(elementwise, i32_arithmetic_wraps);
   tcase_add_test(elementwise, i64_arithmetic_wraps);
   tcase_add_test(elementwise, neg_wraps);

@@ -266,6 +266,66 @@ START_TEST(i32_max_and_min_of_negations) {
 }
 END_TEST
 
+/* rem in the PTX against the interpreter: i32 and i64 tiles by tiles (b 0
+ * and -1 among them, INT_MIN % -1 too), a tile by an immediate, and a
+ * scalar (the program id modulo a parameter), on 3 instances. */
+START_TEST(remainders_match_interpreter) {
+  static const char text[] =
+      "kernel rems\n%0 : ptr<i32> = param out\n%1 : ptr<i32> = param a\n%2 : ptr<i32> = param b\n"
+      "%3 : ptr<i64> = param out64\n%4 : ptr<i64> = param a64\n%5 : ptr<i64> = param b64\n"
+      "%6 : i32 = param rows\n%7 : i32 = program_id\n%8 : i32 = rem %7, %6\n"
+      "%9 : tile<i32,BLOCK> = arange\n%10 : tile<i32,BLOCK> = load %1, %9\n"
+      "%11 : tile<i32,BLOCK> = load %2, %9\n%12 : tile<i32,BLOCK> = rem %10, %11\n"
+      "%13 : i32 = const 7\n%14 : tile<i32,BLOCK> = rem %10, %13\n"
+      "%15 : tile<i32,BLOCK> = mul %14, %8\n%16 : tile<i32,BLOCK> = add %12, %15\n"
+      "%17 : i32 = const 64\n%18 : i32 = mul %7, %17\n%19 : tile<i32,BLOCK> = add %9, %18\n"
+      "store %0, %19, %16\n%20 : tile<i64,BLOCK> = load %4, %9\n"
+      "%21 : tile<i64,BLOCK> = load %5, %9\n%22 : tile<i64,BLOCK> = rem %20, %21\n"
+      "store %3, %19, %22\n";
+  enum { N = 64, INSTANCES = 3 };
+  static int32_t a[N], b[N], got[N * INSTANCES], want[N * INSTANCES];
+  static int64_t a64[N], b64[N], got64[N * INSTANCES], want64[N * INSTANCES];
+  TjRng rng;
+  rng_seed(&rng, 4242);
+  for (int i = 0; i < N; i++) {
+    a[i] = (int32_t)rng_next(&rng);
+    b[i] = i % 8 == 0 ? 0 : i % 8 == 1 ? -1 : (int32_t)rng_range(&rng, -1000, 1000);
+    a64[i] = (int64_t)rng_next(&rng);
+    b64[i] = i % 8 == 2 ? 0 : i % 8 == 3 ? -1 : (int64_t)rng_next(&rng) >> (i % 60);
+  }
+  a[1] = INT32_MIN;
+  a64[3] = INT64_MIN;
+  tj_program *p;
+  tj_spec *sp;
+  ck_assert_int_eq(tj_program_parse(text, strlen(text), &p), TJ_OK);
+  tj_spec_options o = {.n = N, .dtype = TJ_DTYPE_F32, .align = 16, .num_warps = 1};
+  ck_assert_int_eq(tj_specialize(p, &o, &sp), TJ_OK);
+  tj_arg args[7] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
+                    {TJ_ARG_PTR, {.ptr = a}, sizeof a},
+                    {TJ_ARG_PTR, {.ptr = b}, sizeof b},
+                    {TJ_ARG_PTR, {.ptr = want64}, sizeof want64},
+                    {TJ_ARG_PTR, {.ptr = a64}, sizeof a64},
+                    {TJ_ARG_PTR, {.ptr = b64}, sizeof b64},
+                    {TJ_ARG_INT, {.i = 2}, 0}};
+  ck_assert_msg(tj_interpret(sp, args, 7, INSTANCES) == TJ_OK, "%s", tj_spec_error(sp));
+  args[0].u.ptr = got;
+  args[3].u.ptr = got64;
+  char why[512];
+  ck_assert_msg(simulate(sp, 90, args, 7, INSTANCES, why, sizeof why), "%s", why);
+  for (int k = 0; k < N * INSTANCES; k++) {
+    int i = k % N, r = k / N;
+    int32_t w = (b[i] == 0 || b[i] == -1 ? 0 : a[i] % b[i]) + a[i] % 7 * (r % 2);
+    ck_assert_msg(want[k] == w && got[k] == w, "i32 %d: interpreter %d, PTX %d, want %d", k,
+                  want[k], got[k], w);
+    int64_t w64 = b64[i] == 0 || b64[i] == -1 ? 0 : a64[i] % b64[i];
+    ck_assert_msg(want64[k] == w64 && got64[k] == w64, "i64 %d: %lld, %lld, want %lld", k,
+                  (long long)want64[k], (long long)got64[k], (long long)w64);
+  }
+  tj_spec_destroy(sp);
+  tj_program_destroy(p);
+}
+END_TEST
+
 /* A counted loop whose bound is within a step of the counter type's limit
  * ends where the exact count says (for never wraps): i32 loops up to 2^31 - 1
  * and i64 loops up to 2^63 - 1, from starts a few steps below, in the
@@ -352,6 +412,7 @@ Suite *suite(void) {
   tcase_add_test(t, streamed_softmax_matches_interpreter);
   tcase_add_test(t, log_softmax_matches_interpreter);
   tcase_add_test(t, i32_max_and_min_of_negations);
+  tcase_add_test(t, remainders_match_interpreter);
   tcase_add_test(t, loops_end_at_the_type_limit);
   suite_add_tcase(s, t);
   TCase *r = tcase_create("random");

@@ -80,7 +80,8 @@ static const char prog_compare[] =
     "%r : i32 = reduce_sum %s\n"
     "%q : i32 = reduce_max %s\n"
     "%w : tile<i32,GROUP> = add %s, %r\n"
-    "store %p, %i, %w, %t\n";
+    "%v : tile<i32,GROUP> = rem %w, %n   # a truncated remainder\n"
+    "store %p, %i, %v, %t\n";
 
 /* f16, bf16 and DTYPE storage, casts both ways, i64 pointer arithmetic. */
 static const char prog_casts[] = "kernel casts\n"

@@ -265,6 +265,74 @@ START_TEST(no_gpu_exits_3) {
                               "-n", "5", NULL};
   expect_status(&r, both, 2);
   assert_contains(r.err, "one op at a time");
+  const char *const masked_gpu[] = {"tj-softmax", "--masked", "--causal", "-m",
+                                    "2",          "-n",       "8",        NULL};
+  expect_status(&r, masked_gpu, 3);
+  assert_contains(r.err, "no CUDA driver");
+}
+END_TEST
+
+/* tj-softmax --masked on the interpreter, checked by the tool against its
+ * float64 reference: no mask; torch.tril's causal mask over two matrices
+ * of 4 queries moved one column left, so that rows 0 and 4 keep nothing
+ * (all 0); the bottom-right mask (offset N - R); and a wide row. */
+START_TEST(tj_softmax_masked_runs_on_the_interpreter) {
+  static Run r;
+  static const char *const cases[][16] = {
+      {"--scale", "0.5", "-m", "3", "-n", "3000", NULL},
+      {"--causal", "--scale", "0.125", "--rows", "4", "--offset", "-1", "-m", "8", "-n", "1000",
+       "--dtype", "f16", NULL},
+      {"--causal", "--rows", "5", "--offset", "995", "-m", "10", "-n", "1000", "--dtype", "bf16",
+       NULL},
+      {"--causal", "--scale", "0.0625", "-m", "3", "-n", "70001", NULL}};
+  for (size_t i = 0; i < TJ_COUNTOF(cases); i++) {
+    const char *argv[20] = {"tj-softmax", "--interp", "--masked"};
+    for (int k = 0; cases[i][k]; k++) argv[3 + k] = cases[i][k];
+    expect_status(&r, argv, 0);
+    assert_contains(r.out, "masked_softmax");
+    assert_contains(r.out, "\nPASS\n");
+  }
+}
+END_TEST
+
+/* The mask's options belong to --masked (and --offset, --rows to
+ * --causal); --scale takes a positive number that is finite as a float. */
+START_TEST(tj_softmax_masked_options_are_checked) {
+  static Run r;
+  static const char *const cases[][6] = {
+      {"--scale", "2", NULL, NULL, NULL, "--scale applies to --masked only"},
+      {"--causal", NULL, NULL, NULL, NULL, "--causal applies to --masked only"},
+      {"--log-softmax", "--causal", NULL, NULL, NULL, "--causal applies to --masked only"},
+      {"--masked", "--offset", "3", NULL, NULL, "--offset applies to --causal only"},
+      {"--masked", "--rows", "3", NULL, NULL, "--rows applies to --causal only"},
+      {"--masked", "--log-softmax", NULL, NULL, NULL, "--backward and --masked: one op at a time"},
+      {"--masked", "--backward", NULL, NULL, NULL, "one op at a time"},
+      {"--masked", "--causal", "--rows", "-1", NULL, "--rows takes a decimal integer from 0 to"},
+      {"--masked", "--causal", "--offset", "2147483648", NULL,
+       "--offset takes a decimal integer from -2147483647 to 2147483647"},
+      {"--masked", "--scale", "0", NULL, NULL, "--scale takes a positive, finite number"},
+      {"--masked", "--scale", "-1", NULL, NULL, "--scale takes a positive, finite number"},
+      {"--masked", "--scale", "inf", NULL, NULL, "not 'inf'"},
+      {"--masked", "--scale", "nan", NULL, NULL, "not 'nan'"},
+      {"--masked", "--scale", "1e39", NULL, NULL, "not '1e39'"},   /* past FLT_MAX */
+      {"--masked", "--scale", "1e-50", NULL, NULL, "not '1e-50'"}, /* 0 as a float */
+      {"--masked", "--scale", "0x10", NULL, NULL, "not '0x10'"},
+      {"--masked", "--scale", " 1", NULL, NULL, "not ' 1'"},
+      {"--masked", "--scale", "0.5x", NULL, NULL, "not '0.5x'"},
+      {"--masked", "--scale", "", NULL, NULL, "not ''"}};
+  for (size_t i = 0; i < TJ_COUNTOF(cases); i++) {
+    const char *argv[16] = {"tj-softmax", "--interp", "-m", "2", "-n", "8"};
+    for (int k = 0; k < 5 && cases[i][k]; k++) argv[6 + k] = cases[i][k];
+    expect_status(&r, argv, 2);
+    assert_contains(r.err, cases[i][5]);
+    assert_contains(r.err, "--help' lists the options");
+  }
+  /* The same values where they apply run. */
+  const char *const good[] = {"tj-softmax", "--interp", "--masked",    "--scale", "1e-3",
+                              "--causal",   "--offset", "-2147483647", "--rows",  "0",
+                              "-m",         "2",        "-n",          "8",       NULL};
+  expect_status(&r, good, 0);
+  assert_contains(r.out, "\nPASS\n");
 }
 END_TEST
 
@@ -570,6 +638,9 @@ START_TEST(option_of_another_mode_is_refused) {
       {"tj-bench", "--bandwidth", "--iters", "3", "--iters does not apply to --bandwidth"},
       {"tj-bench", "--codegen", "--latency", NULL, "--codegen and --latency cannot be given"},
       {"tj-bench", "--n", "1000", "--set=small", "give --set or --n, not both"},
+      {"tj-bench", "--codegen", "--masked", NULL, "--masked does not apply to --codegen"},
+      {"tj-bench", "--latency", "--masked", NULL, "--masked does not apply to --latency"},
+      {"tj-bench", "--masked", "--log-softmax", NULL, "--log-softmax and --masked: one op at a"},
       {"dump-ptx", "--template", "single", "--ir", "--template does not apply to --ir"},
       {"dump-ptx", "softmax", "--ir", "-", "softmax and --ir cannot be given together"}};
   for (size_t i = 0; i < TJ_COUNTOF(cases); i++) {
@@ -650,6 +721,8 @@ static Suite *tools_suite(void) {
   tcase_add_test(c, tj_run_refuses_what_it_cannot_run);
   tcase_add_test(c, numbers_are_decimal);
   tcase_add_test(c, tj_softmax_says_what_it_cannot_allocate);
+  tcase_add_test(c, tj_softmax_masked_runs_on_the_interpreter);
+  tcase_add_test(c, tj_softmax_masked_options_are_checked);
   suite_add_tcase(s, c);
   TCase *files = tcase_create("files");
   tcase_set_timeout(files, 60);

@@ -39,7 +39,12 @@
  * events on the legacy stream; the figure is the median. GB/s counts
  * 2*M*N*elem bytes.
  * --offset E starts x and y E elements past a 16-byte boundary (rows of odd
- * N start anywhere already).
+ * N start anywhere already). --log-softmax times tj_log_softmax instead;
+ * --masked times tj_masked_softmax with attention's mask: scale 1/8, rows =
+ * min(M, N) queries per matrix and the causal mask aligned to the bottom
+ * right (offset N - rows), each checked against its own float64 reference;
+ * GB/s still counts 2*M*N*elem, though the masked op reads only the kept
+ * columns of x.
  * The copy bandwidth is measured the same way on the same buffers (x to y):
  * cuMemcpyDtoD, and a 16-byte-vector copy kernel written in PTX below and
  * loaded with tj_load_ptx; "% copy" is of the larger of the two. "% dev"
@@ -123,6 +128,7 @@ typedef struct Options {
   int reps;
   int offset; /* --offset: elements from a 16-byte boundary to x's and y's start */
   int log_softmax; /* --log-softmax: tj_log_softmax instead of tj_softmax */
+  int masked;      /* --masked: tj_masked_softmax (masked_of) instead */
   const char *csv_path;
   int which_template;      /* --template, for plan */
   tj_softmax_options plan; /* --warps, --cluster, --split, --template (backend unused) */
@@ -448,10 +454,23 @@ static void case_close(Bench *b, Case *c) {
 /* Enqueues one operation on the legacy stream. */
 typedef tj_status (*Enqueue)(Bench *b, void *arg);
 
+/* --masked's mask: attention's of head size 64 (scale 1/8), rows =
+ * min(M, N) queries per matrix, causal and aligned to the bottom right. */
+static tj_softmax_mask masked_of(const Case *c) {
+  int64_t rows = c->m < c->n ? c->m : c->n;
+  return (tj_softmax_mask){.scale = 0.125f, .causal = 1, .rows = rows, .offset = c->n - rows};
+}
+
 static tj_status enqueue_softmax(Bench *b, void *arg) {
   const Case *c = arg;
   tj_softmax_options so = b->opt->plan;
   so.backend = c->backend;
+  if (b->opt->masked) {
+    tj_softmax_mask mask = masked_of(c);
+    return check_tj(
+        b, "tj_masked_softmax",
+        tj_masked_softmax(b->ctx, c->dtype, c->m, c->n, c->y, c->n, c->x, c->n, &mask, NULL, &so));
+  }
   if (b->opt->log_softmax)
     return check_tj(b, "tj_log_softmax", tj_log_softmax(b->ctx, c->dtype, c->m, c->n, c->y, c->n,
                                                         c->x, c->n, NULL, &so));
@@ -596,13 +615,18 @@ typedef struct Check {
   bool pass;
 } Check;
 
-/* Compares one row of y with the float64 softmax (or log-softmax) of row r of x. */
-static void check_row(const Case *c, bool log_op, const void *y_row, int64_t r, double *ref,
+/* Compares one row of y with the float64 softmax (or log-softmax, or
+ * masked softmax) of row r of x. */
+static void check_row(const Case *c, const Options *o, const void *y_row, int64_t r, double *ref,
                       Check *k) {
   const void *x_row = (const char *)c->host_x + (size_t)(r * c->n) * dtype_sizes[c->dtype];
   tj_elem elem = data_elem_of(c->dtype);
   DataTolerance t = data_tolerance(elem);
-  data_row_reference(x_row, elem, c->n, log_op, ref);
+  tj_softmax_mask mask = masked_of(c);
+  if (o->masked)
+    data_row_masked_reference(x_row, elem, c->n, r, c->m, &mask, ref);
+  else
+    data_row_reference(x_row, elem, c->n, o->log_softmax, ref);
   for (int64_t i = 0; i < c->n; i++) {
     double want = ref[i], err = fabs(data_get(y_row, elem, i) - want);
     double ratio = err / (t.atol + t.rtol * fabs(want));
@@ -644,7 +668,7 @@ static tj_status check_case(Bench *b, Case *c, Check *k) {
     int64_t r = row_to_check(b, c, i, all);
     st = check_tj(b, "download",
                   tj_copy_to_host(b->ctx, y_row, c->y + (uint64_t)r * row_bytes, row_bytes));
-    if (st == TJ_OK) check_row(c, b->opt->log_softmax, y_row, r, ref, k);
+    if (st == TJ_OK) check_row(c, b->opt, y_row, r, ref, k);
   }
   free(y_row);
   free(ref);
@@ -681,6 +705,10 @@ static int shape_list(const Options *o, Shape *out) {
 
 static void print_bandwidth_header(const Bench *b) {
   if (b->opt->log_softmax) printf("\nthe op: tj_log_softmax");
+  if (b->opt->masked)
+    printf("\nthe op: tj_masked_softmax, scale 1/8, causal over rows = min(M, N) queries per "
+           "matrix, offset N - rows\n(bottom right); GB/s counts 2*M*N*elem, though it reads "
+           "only the kept columns of x");
   printf("\nbandwidth: GB/s = 2*M*N*elem / median kernel time; median of %d reps, each after an "
          "L2 flush\n(cuMemsetD8 over 512 MiB) and timed by its own CUDA events. Large set: M = "
          "ceil(256 MiB / (4 N))\nfor every dtype (x >= 256 MiB in f32, half that in f16/bf16). "
@@ -1198,6 +1226,8 @@ static const CliOption option_table[] = {
      .help = "x and y start E elements past a 16-byte boundary (default 0)"},
     {.name = "log-softmax", .kind = CLI_FLAG, .offset = AT(log_softmax), .modes = BANDWIDTH,
      .help = "tj_log_softmax (checked against the float64 log-softmax) instead"},
+    {.name = "masked", .kind = CLI_FLAG, .offset = AT(masked), .modes = BANDWIDTH,
+     .help = "tj_masked_softmax, scale 1/8, bottom-right causal over min(M, N) rows, instead"},
     {.name = "csv", .kind = CLI_TEXT, .offset = AT(csv_path), .value = "FILE",
      .modes = PLAN | CLI_MODE(MODE_CODEGEN),
      .help = "also write section,m,n,dtype,backend,metric,value,unit rows"},
@@ -1230,6 +1260,8 @@ static int parse_args(int argc, char **argv, Options *o) {
   int rc = cli_parse(&tool, argc, argv, o);
   if (rc >= 0) return rc;
   if (o->sets && o->n_count) return cli_usage_error(&tool, "give --set or --n, not both");
+  if (o->log_softmax && o->masked)
+    return cli_usage_error(&tool, "--log-softmax and --masked: one op at a time");
   if (!o->sets) o->sets = SET_LARGE;
   o->plan.which_template = (tj_softmax_template)o->which_template;
   return -1;

@@ -2,7 +2,8 @@
  * tj-softmax — row-wise softmax of an M x N matrix of fresh random data,
  * checked against a float64 reference.
  *
- *   tj-softmax [--interp] [--log-softmax | --backward] -m M -n N [--dtype f32|f16|bf16]
+ *   tj-softmax [--interp] [--log-softmax | --backward | --masked [--scale F]
+ *              [--causal [--offset K] [--rows R]]] -m M -n N [--dtype f32|f16|bf16]
  *              [--seed S] [--warps W] [--iters K]
  *
  * With --interp the softmax program (as specialize() below plans it) runs
@@ -10,13 +11,19 @@
  * the runtime (run_gpu). Inputs are normal values scaled by 3 around a
  * per-row offset, so the max subtraction matters. With --backward the op is
  * softmax backward (tj_softmax_backward): y is the softmax of such rows, dy
- * 3 * normal, and the output dx = y * (dy - sum(dy * y)). The tool prints the max
+ * 3 * normal, and the output dx = y * (dy - sum(dy * y)). With --masked it is
+ * the scaled, causally masked softmax of attention (tj_masked_softmax):
+ * softmax(F * x) over the kept columns, 0 in the others; with --causal row
+ * r keeps columns j <= r % R + K (R defaults to M, K to 0), else every
+ * column. --scale, --causal, --offset and --rows apply to --masked alone,
+ * and --offset and --rows to --causal alone. The tool prints the max
  * absolute error and the max of |out - ref| / (atol + rtol |ref|) with the
  * tolerances of the testing rules (f32 1.3e-6/1e-5, f16 1e-3/1e-5, bf16
  * 1.6e-2/1e-5), then PASS or FAIL. On the GPU it also prints the compile
  * time (codegen and driver JIT), the kernel time (CUDA events, the median
  * of K runs) and the bandwidth, counting 2*M*N*elem bytes (3*M*N*elem
- * for the backward op, which reads two matrices).
+ * for the backward op, which reads two matrices; 2*M*N*elem for --masked
+ * too, though it reads only the kept columns of x).
  *
  * The options are the table below (tj-softmax --help prints it); numbers
  * are decimal integers within each option's range ("-n 010" is ten). The
@@ -52,17 +59,50 @@ typedef struct Options {
   int64_t iters;
   int log_softmax; /* --log-softmax: tj_log_softmax and its reference */
   int backward;    /* --backward: tj_softmax_backward; x holds y, dy its own buffer */
+  int masked;      /* --masked: tj_masked_softmax with the mask below */
+  int causal;      /* --causal */
+  double scale;    /* --scale; 0: not given (1) */
+  int64_t offset;  /* --offset; NOT_GIVEN: 0 */
+  int64_t rows;    /* --rows; NOT_GIVEN: 0 (M) */
 } Options;
 
+#define NOT_GIVEN INT64_MIN /* --offset or --rows, not on the command line */
+
 static tj_row_op op_of(const Options *o) {
-  return o->backward ? TJ_ROW_SOFTMAX_BACKWARD : o->log_softmax ? TJ_ROW_LOG_SOFTMAX
-                                                                : TJ_ROW_SOFTMAX;
+  return o->masked        ? TJ_ROW_MASKED_SOFTMAX
+         : o->backward    ? TJ_ROW_SOFTMAX_BACKWARD
+         : o->log_softmax ? TJ_ROW_LOG_SOFTMAX
+                          : TJ_ROW_SOFTMAX;
+}
+
+/* The mask of --masked, as tj_masked_softmax takes it. */
+static tj_softmax_mask mask_of(const Options *o) {
+  return (tj_softmax_mask){.scale = o->scale > 0.0 ? (float)o->scale : 1.0f,
+                           .causal = o->causal,
+                           .rows = o->rows == NOT_GIVEN ? 0 : o->rows,
+                           .offset = o->offset == NOT_GIVEN ? 0 : o->offset};
 }
 
 static const char *const dtype_names[TJ_DTYPE_COUNT + 1] = {"f32", "f16", "bf16", NULL};
 static const size_t dtype_sizes[TJ_DTYPE_COUNT] = {4, 2, 2};
 
 /* ---- arguments --------------------------------------------------------- */
+
+/* --scale F: a decimal number (1e-3 too, no hex, sign or blanks) that is
+ * positive and finite as a float. */
+static bool parse_scale(void *options, const CliOption *opt, char *value, char *why,
+                        size_t why_size) {
+  char *end = value;
+  double v = value[0] == '.' || (value[0] >= '0' && value[0] <= '9') ? strtod(value, &end) : 0.0;
+  float f = (float)v;
+  if (end != value && *end == '\0' && !strpbrk(value, "xX") && f > 0.0f && isfinite(f)) {
+    *(double *)((char *)options + opt->offset) = v;
+    return true;
+  }
+  snprintf(why, why_size, "--%s takes a positive, finite number (as a float), not '%.40s'",
+           opt->name, value);
+  return false;
+}
 
 /* clang-format off */
 #define AT(f) offsetof(Options, f)
@@ -81,6 +121,17 @@ static const CliOption option_table[] = {
      .help = "log-softmax (tj_log_softmax, templates/log_softmax*.tj) instead"},
     {.name = "backward", .kind = CLI_FLAG, .offset = AT(backward),
      .help = "softmax backward (tj_softmax_backward, templates/softmax_backward*.tj) instead"},
+    {.name = "masked", .kind = CLI_FLAG, .offset = AT(masked),
+     .help = "the scaled, masked softmax of attention (tj_masked_softmax) instead"},
+    {.name = "scale", .kind = CLI_CUSTOM, .offset = AT(scale), .value = "F",
+     .help = "--masked: softmax(F * x), F positive and finite (default 1)"},
+    {.name = "causal", .kind = CLI_FLAG, .offset = AT(causal),
+     .help = "--masked: row r keeps columns j <= r % R + K (default: every column)"},
+    {.name = "offset", .kind = CLI_INT64, .offset = AT(offset), .lo = -INT32_MAX,
+     .hi = INT32_MAX, .value = "K",
+     .help = "--causal: the diagonal K (default 0, torch.tril; N - R: bottom right)"},
+    {.name = "rows", .kind = CLI_INT64, .offset = AT(rows), .lo = 0, .hi = INT32_MAX,
+     .value = "R", .help = "--causal: queries per attention matrix (default 0: M)"},
     {.name = "warps", .kind = CLI_INT64, .offset = AT(warps), .lo = 1, .hi = 32, .value = "W",
      .help = "NUM_WARPS, a power of two (default: tilejit's choice)"},
     {.name = "iters", .kind = CLI_INT64, .offset = AT(iters), .lo = 1, .hi = 1000000,
@@ -90,19 +141,38 @@ static const CliOption option_table[] = {
 
 static const CliTool tool = {
     .name = "tj-softmax",
-    .usage = "tj-softmax [--interp] [--log-softmax | --backward] -m M -n N\n"
-             "                  [--dtype f32|f16|bf16] [--seed S] [--warps W] [--iters K]",
+    .usage =
+        "tj-softmax [--interp] [--log-softmax | --backward] -m M -n N\n"
+        "                  [--dtype f32|f16|bf16] [--seed S] [--warps W] [--iters K]\n"
+        "       tj-softmax [--interp] --masked [--scale F] [--causal [--offset K] [--rows R]]\n"
+        "                  -m M -n N [--dtype f32|f16|bf16] [--seed S] [--warps W] [--iters K]",
     .about = "Softmax of fresh random data, checked against a float64 reference: on the\n"
              "GPU (compile time, kernel time, GB/s) or, with --interp, the interpreter.\n",
     .options = option_table,
     .count = sizeof option_table / sizeof option_table[0],
     .mode_offset = AT(mode),
     .default_mode = MODE_GPU,
+    .custom = parse_scale,
 };
+
+/* The mask's options apply to --masked alone, --offset and --rows to
+ * --causal alone: -1, or a usage error. */
+static int check_mask_options(const Options *o) {
+  const char *const names[] = {"--scale", "--causal", "--offset", "--rows"};
+  const bool given[] = {o->scale > 0.0, o->causal, o->offset != NOT_GIVEN, o->rows != NOT_GIVEN};
+  for (int i = 0; i < 4; i++) {
+    if (given[i] && !o->masked)
+      return cli_usage_error(&tool, "%s applies to --masked only", names[i]);
+    if (given[i] && i >= 2 && !o->causal)
+      return cli_usage_error(&tool, "%s applies to --causal only", names[i]);
+  }
+  return -1;
+}
 
 /* -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, Options *o) {
   memset(o, 0, sizeof *o);
+  o->offset = o->rows = NOT_GIVEN;
   o->iters = 1;
   o->seed = (int64_t)time(NULL);
   int rc = cli_parse(&tool, argc, argv, o);
@@ -111,9 +181,9 @@ static int parse_args(int argc, char **argv, Options *o) {
     return cli_usage_error(&tool, "--warps takes a power of two, not %lld", (long long)o->warps);
   if (o->n > 0 && o->m > MAX_ELEMENTS / o->n)
     return cli_usage_error(&tool, "M * N is over 2^30 elements");
-  if (o->log_softmax && o->backward)
-    return cli_usage_error(&tool, "--log-softmax and --backward: one op at a time");
-  return -1;
+  if (o->log_softmax + o->backward + o->masked > 1)
+    return cli_usage_error(&tool, "--log-softmax, --backward and --masked: one op at a time");
+  return check_mask_options(o);
 }
 
 /* ---- data -------------------------------------------------------------- */
@@ -184,6 +254,11 @@ static void fill(const Host *h, const Options *o) {
 static void reference_row(const Host *h, const Options *o, int64_t r) {
   tj_elem elem = data_elem_of(o->dtype);
   size_t at = (size_t)(r * o->n) * dtype_sizes[o->dtype];
+  if (o->masked) {
+    tj_softmax_mask mask = mask_of(o);
+    data_row_masked_reference((const char *)h->x + at, elem, o->n, r, o->m, &mask, h->ref);
+    return;
+  }
   if (!o->backward) {
     data_row_reference((const char *)h->x + at, elem, o->n, o->log_softmax, h->ref);
     return;
@@ -251,18 +326,34 @@ static tj_spec *specialize(const Options *o, tj_program **p) {
   return s;
 }
 
+/* The masked programs' scalars after n, as tj_masked_softmax passes them:
+ * scale, rows (M for 0) and the offset clamped to [-2^31, 2^31] (n when not
+ * causal); returns their count. */
+static int mask_args(const Options *o, tj_arg *args) {
+  const int64_t limit = (int64_t)1 << 31;
+  tj_softmax_mask mask = mask_of(o);
+  int64_t offset = mask.causal ? mask.offset : o->n;
+  offset = offset < -limit ? -limit : offset > limit ? limit : offset;
+  int64_t rows = mask.rows ? mask.rows : o->m > 0 ? o->m : 1;
+  args[0] = (tj_arg){TJ_ARG_FLOAT, {.f = mask.scale}, 0};
+  args[1] = (tj_arg){TJ_ARG_INT, {.i = rows}, 0};
+  args[2] = (tj_arg){TJ_ARG_INT, {.i = offset}, 0};
+  return 3;
+}
+
 /* Runs the interpreter o->iters times; the time per run, or -1 on error.
  * The arguments: the pointers (y, x; --backward dx = y, y = x, dy), a stride
- * of n for each, then n. */
+ * of n for each, then n (then --masked's scalars). */
 static double interpret(tj_spec *s, const Host *h, const Options *o) {
   void *ptrs[3] = {h->y, h->x, h->dy};
   int count = o->backward ? 3 : 2, nargs = 2 * count + 1;
-  tj_arg args[7];
+  tj_arg args[10];
   for (int i = 0; i < count; i++) {
     args[i] = (tj_arg){TJ_ARG_PTR, {.ptr = ptrs[i]}, h->bytes};
     args[count + i] = (tj_arg){TJ_ARG_INT, {.i = o->n}, 0};
   }
   args[2 * count] = (tj_arg){TJ_ARG_INT, {.i = o->n}, 0};
+  if (o->masked) nargs += mask_args(o, &args[nargs]);
   double start = seconds();
   for (int i = 0; i < o->iters; i++) {
     tj_status st = tj_interpret(s, args, nargs, o->m);
@@ -363,6 +454,11 @@ static void gpu_close(Gpu *g) {
 
 static tj_status gpu_softmax(Gpu *g, const Options *o) {
   tj_softmax_options so = {.num_warps = (int)o->warps};
+  if (o->masked) {
+    tj_softmax_mask mask = mask_of(o);
+    return tj_masked_softmax(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, &mask, NULL,
+                             &so);
+  }
   if (o->backward)
     return tj_softmax_backward(g->ctx, o->dtype, o->m, o->n, g->y, o->n, g->x, o->n, g->dy, o->n,
                                NULL, &so);
@@ -425,7 +521,8 @@ static int gpu_run(Gpu *g, const Options *o, Host *h) {
   if (us < 0.0) return gpu_error(g, "timing");
   tj_device_info d;
   tj_context_device_info(g->ctx, &d);
-  double bytes_moved = (o->backward ? 3.0 : 2.0) * (double)o->m * (double)o->n * (double)dtype_sizes[o->dtype];
+  double bytes_moved =
+      (o->backward ? 3.0 : 2.0) * (double)o->m * (double)o->n * (double)dtype_sizes[o->dtype];
   printf("tj-softmax: gpu %s M=%lld N=%lld seed=%lld on %s (sm_%d, driver %d.%d)\n",
          dtype_names[o->dtype], (long long)o->m, (long long)o->n, (long long)o->seed, d.name,
          d.arch, d.driver_version / 1000, d.driver_version % 1000 / 10);

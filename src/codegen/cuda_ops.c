@@ -23,6 +23,7 @@
 #define PATTERN_SUB          "tj_sub($0, $1)"
 #define PATTERN_MUL          "tj_mul($0, $1)"
 #define PATTERN_DIV          "tj_div($0, $1)"
+#define PATTERN_REM          "tj_rem($0, $1)"
 #define PATTERN_MAX          "tj_max($0, $1)"
 #define PATTERN_MIN          "tj_min($0, $1)"
 #define PATTERN_NEG          "tj_neg($0)"

@@ -12,6 +12,8 @@
  *                    and a multiply per element by lower.c);
  *   max, min         max.f32 / min.f32 return the other operand of a NaN,
  *                    like fmaxf;
+ *   rem              rem.s32 / rem.s64 by b, or by 1 where b is 0 or -1
+ *                    (whose results PTX leaves unspecified): 0 there;
  *   exp(x)           ex2.approx.ftz(x * log2 e), the multiply written as a
  *                    plain mul after any subtraction the program did first;
  *   exp2, log        ex2.approx.ftz, and lg2.approx.ftz times ln 2;
@@ -55,6 +57,7 @@
 #define PTX_SUB          {REG, "sub.rn.f32", "sub.s32", "sub.s64", NULL}
 #define PTX_MUL          {REG, "mul.rn.f32", "mul.lo.s32", "mul.lo.s64", NULL}
 #define PTX_DIV          {REG, "div.rn.f32", NULL, NULL, NULL}
+#define PTX_REM          SPECIAL
 #define PTX_MAX          {REG, "max.f32", "max.s32", "max.s64", NULL}
 #define PTX_MIN          {REG, "min.f32", "min.s32", "min.s64", NULL}
 #define PTX_NEG          {REG, "neg.f32", "neg.s32", "neg.s64", NULL}
@@ -166,6 +169,20 @@ static CgOperand exp_log(CgCtx *c, tj_op op, CgOperand a) {
   return d;
 }
 
+/* a % b, and 0 where b is 0 or -1 (b + 1 <= 1 as unsigned): there the
+ * divisor is made 1, so no rem ever divides by 0 or overflows. */
+static CgOperand rem(CgCtx *c, tj_elem elem, const CgOperand *a) {
+  bool wide = elem == TJ_I64;
+  const char *s = wide ? "s64" : "s32", *u = wide ? "u64" : "u32", *b = wide ? "b64" : "b32";
+  CgOperand d = cg_reg_of(c, elem), e = cg_reg_of(c, elem), q = cg_reg_of(c, elem);
+  CgOperand p = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "add.%s %s, %s, 1;", s, CG_N(e), CG_N(a[1]));
+  cg_line(&c->em, "setp.le.%s %s, %s, 1;", u, CG_N(p), CG_N(e));
+  cg_line(&c->em, "selp.%s %s, 1, %s, %s;", b, CG_N(q), CG_N(a[1]), CG_N(p));
+  cg_line(&c->em, "rem.%s %s, %s, %s;", s, CG_N(d), CG_N(a[0]), CG_N(q));
+  return d;
+}
+
 /* a ? b : c; on predicates (a and b) or (c and not a). */
 static CgOperand select(CgCtx *c, tj_elem elem, const CgOperand *a) {
   CgOperand d = cg_reg_of(c, elem);
@@ -191,6 +208,7 @@ CgOperand cg_apply(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *args, int 
   }
   if (op == TJ_OP_EXP || op == TJ_OP_LOG) return exp_log(c, op, args[0]);
   if (op == TJ_OP_SELECT) return select(c, elem, args);
+  if (op == TJ_OP_REM && (elem == TJ_I32 || elem == TJ_I64)) return rem(c, elem, args);
   return unsupported(c, ir_ops[op].name, elem);
 }
 

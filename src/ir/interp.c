@@ -171,6 +171,9 @@ INT_BINARY(mul, (uint64_t)a.i * (uint64_t)b.i)
 /* clang-format on */
 #undef INT_BINARY
 
+/* a % b as C's, defined everywhere: 0 for b = 0 and b = -1 (where C's
+ * INT_MIN % -1 overflows), as the backends give. */
+static Cell rem_int(Cell a, Cell b) { return int_cell(b.i == 0 || b.i == -1 ? 0 : a.i % b.i); }
 static Cell add_f32(Cell a, Cell b) { return float_cell(a.f + b.f); }
 static Cell sub_f32(Cell a, Cell b) { return float_cell(a.f - b.f); }
 static Cell mul_f32(Cell a, Cell b) { return float_cell(a.f * b.f); }
@@ -201,6 +204,7 @@ static const BinaryFn binary_fns[TJ_OP_COUNT][CLASS_COUNT] = {
     [TJ_OP_SUB] = {sub_i32, sub_i64, sub_f32, NULL},
     [TJ_OP_MUL] = {mul_i32, mul_i64, mul_f32, NULL},
     [TJ_OP_DIV] = {NULL, NULL, div_f32, NULL},
+    [TJ_OP_REM] = {rem_int, rem_int, NULL, NULL},
     [TJ_OP_MAX] = {max_int, max_int, max_f32, NULL},
     [TJ_OP_MIN] = {min_int, min_int, min_f32, NULL},
     [TJ_OP_LT] = {lt_int, lt_int, lt_f32, NULL},
@@ -512,6 +516,7 @@ static tj_status step(Interp *in, const IrInst *inst) {
   case TJ_OP_SUB:
   case TJ_OP_MUL:
   case TJ_OP_DIV:
+  case TJ_OP_REM:
   case TJ_OP_MAX:
   case TJ_OP_MIN:
   case TJ_OP_LT:

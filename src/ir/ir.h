@@ -104,6 +104,7 @@ typedef enum IrRule {
   RULE_ARITH,      /* numeric (i32, i64, f32) operands of one elem; broadcast */
   RULE_FLOAT1,     /* one f32 operand */
   RULE_FLOAT2,     /* two f32 operands; broadcast */
+  RULE_INT2,       /* two int (i32, i64) operands of one elem; broadcast */
   RULE_COMPARE,    /* two numeric operands of one elem; a pred result */
   RULE_LOGIC,      /* two pred operands */
   RULE_SELECT,     /* pred, then two of one elem */
@@ -289,5 +290,7 @@ extern const char tj_template_log_softmax[];
 extern const char tj_template_log_softmax_online[];
 extern const char tj_template_softmax_backward[];
 extern const char tj_template_softmax_backward_online[];
+extern const char tj_template_masked_softmax[];
+extern const char tj_template_masked_softmax_online[];
 
 #endif /* TJ_IR_H */

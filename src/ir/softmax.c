@@ -16,9 +16,11 @@
  * y = (x - max) - log(sum) for the output (tj_row_program, TJ_ROW_LOG_SOFTMAX);
  * softmax_backward.tj and softmax_backward_online.tj take y and dy and give
  * dx = y * (dy - sum(dy * y)) (TJ_ROW_SOFTMAX_BACKWARD), the online one
- * reading y and dy twice.
+ * reading y and dy twice; masked_softmax.tj and masked_softmax_online.tj
+ * scale x and keep the columns up to the row's query index plus an offset
+ * (TJ_ROW_MASKED_SOFTMAX), attention's weights.
  * Which one runs, and how it is specialized, is the strategy's business
- * (runtime/softmax_plan.c), the same for both ops.
+ * (runtime/softmax_plan.c), the same for every op.
  */
 #include "ir/ir.h"
 
@@ -28,7 +30,8 @@ tj_status tj_row_program(tj_row_op op, tj_softmax_template which, int64_t n, tj_
   static const char *const texts[TJ_ROW_OP_COUNT][2] = {
       {tj_template_softmax, tj_template_softmax_online},
       {tj_template_log_softmax, tj_template_log_softmax_online},
-      {tj_template_softmax_backward, tj_template_softmax_backward_online}};
+      {tj_template_softmax_backward, tj_template_softmax_backward_online},
+      {tj_template_masked_softmax, tj_template_masked_softmax_online}};
   if (!out) return TJ_ERR_INVALID_ARGUMENT;
   *out = NULL;
   if (n < 0 || (unsigned)which > TJ_SOFTMAX_ONLINE || (unsigned)op >= TJ_ROW_OP_COUNT)

@@ -210,6 +210,7 @@ static bool infer(Check *c, tj_op op, tj_type d, tj_type *r) {
   case RULE_ARITH: return elementwise(c, numeric_ok, "i32, i64 or f32", TJ_ELEM_COUNT, r);
   case RULE_FLOAT1:
   case RULE_FLOAT2: return elementwise(c, float_ok, "f32", TJ_ELEM_COUNT, r);
+  case RULE_INT2: return elementwise(c, int_ok, "i32 or i64", TJ_ELEM_COUNT, r);
   case RULE_COMPARE: return elementwise(c, numeric_ok, "i32, i64 or f32", TJ_PRED, r);
   case RULE_LOGIC: return elementwise(c, pred_ok, "pred", TJ_ELEM_COUNT, r);
   case RULE_SELECT: {

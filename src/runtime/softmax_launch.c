@@ -1,6 +1,7 @@
 /*
- * softmax_launch.c — tj_softmax, tj_log_softmax and tj_softmax_backward:
- * their checks and their one launch path (the row op is part of every key).
+ * softmax_launch.c — tj_softmax, tj_log_softmax, tj_softmax_backward and
+ * tj_masked_softmax: their checks and their one launch path (the row op is
+ * part of every key; its scalars are arguments).
  *
  * The strategy (design.md section 5) is softmax_plan.c's: the plan for the
  * shape on the context's device. This file adds what depends on the call:
@@ -23,20 +24,26 @@
  */
 #include "runtime/runtime.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 /* Each row op's entry point and its matrices: the output, then the inputs,
- * as the program's pointer parameters (then one stride for each, then n). */
+ * as the program's pointer parameters (then one stride for each, then n,
+ * then the op's scalars, of the kinds given). */
 #define ROW_MAX_MATRICES 3
+#define ROW_MAX_SCALARS  3
 static const struct {
   const char *api;
   int count;
   const char *names[ROW_MAX_MATRICES];
+  int scalars;
+  uint8_t scalar_kinds[ROW_MAX_SCALARS];
 } row_ops[TJ_ROW_OP_COUNT] = {
-    {"tj_softmax", 2, {"y", "x"}},
-    {"tj_log_softmax", 2, {"y", "x"}},
-    {"tj_softmax_backward", 3, {"dx", "y", "dy"}},
+    {"tj_softmax", 2, {"y", "x"}, 0, {0}},
+    {"tj_log_softmax", 2, {"y", "x"}, 0, {0}},
+    {"tj_softmax_backward", 3, {"dx", "y", "dy"}, 0, {0}},
+    {"tj_masked_softmax", 2, {"y", "x"}, 3, {RT_PARAM_F32, RT_PARAM_I32, RT_PARAM_B64}},
 };
 
 /* A matrix of the call: its pointer and row stride in elements. */
@@ -197,11 +204,14 @@ void rt_softmax_reset(tj_context *ctx) {
 /* ------------------------------------------------------- the slow path */
 
 /* The kernel has the row op's parameters: its pointers and strides (b64),
- * then n (i32). */
+ * then n (i32), then its scalars. */
 static tj_status check_kernel(tj_context *ctx, tj_row_op op, const tj_kernel *k) {
-  int count = row_ops[op].count, params = k->param_count - k->hidden_count;
-  bool ok = params == 2 * count + 1 && k->param_kind[2 * count] == RT_PARAM_I32;
+  int count = row_ops[op].count, scalars = row_ops[op].scalars;
+  int params = k->param_count - k->hidden_count;
+  bool ok = params == 2 * count + 1 + scalars && k->param_kind[2 * count] == RT_PARAM_I32;
   for (int i = 0; ok && i < 2 * count; i++) ok = k->param_kind[i] == RT_PARAM_B64;
+  for (int i = 0; ok && i < scalars; i++)
+    ok = k->param_kind[2 * count + 1 + i] == row_ops[op].scalar_kinds[i];
   if (ok) return TJ_OK;
   return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "%s: %s does not have the row op's parameters",
                  row_ops[op].api, k->report.info.entry);
@@ -257,9 +267,11 @@ static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry 
 
 /* ------------------------------------------------------------- the API */
 
-/* a: the op's matrices, output first (row_ops). */
+/* a: the op's matrices, output first (row_ops); scalars: the op's scalar
+ * arguments, each in the low bytes of its slot. */
 static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n,
-                        RowMatrix *a, void *stream, const tj_softmax_options *opts) {
+                        RowMatrix *a, const uint64_t *scalars, void *stream,
+                        const tj_softmax_options *opts) {
   static const tj_softmax_options defaults;
   const tj_softmax_options *o = opts ? opts : &defaults;
   int count = row_ops[op].count;
@@ -299,16 +311,18 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
     if ((st = compile_softmax(ctx, &key, &e)) != TJ_OK) return st;
     fast_store(ctx, &key, e);
   }
-  /* The pointers, the strides, then n (i32, in the low bytes of its slot). */
-  uint64_t slots[2 * ROW_MAX_MATRICES + 1] = {0};
-  void *params[2 * ROW_MAX_MATRICES + 1 + 2];
+  /* The pointers, the strides, n (i32, in the low bytes of its slot), then
+   * the scalars. */
+  uint64_t slots[2 * ROW_MAX_MATRICES + 1 + ROW_MAX_SCALARS] = {0};
+  void *params[2 * ROW_MAX_MATRICES + 1 + ROW_MAX_SCALARS + 2];
   uint32_t n32 = (uint32_t)n;
   for (int i = 0; i < count; i++) {
     slots[i] = a[i].ptr;
     slots[count + i] = (uint64_t)a[i].stride;
   }
   memcpy(&slots[2 * count], &n32, sizeof n32);
-  for (int i = 0; i <= 2 * count; i++) params[i] = &slots[i];
+  for (int i = 0; i < row_ops[op].scalars; i++) slots[2 * count + 1 + i] = scalars[i];
+  for (int i = 0; i <= 2 * count + row_ops[op].scalars; i++) params[i] = &slots[i];
   uint64_t hidden[2] = {0, 0};
   st = rt_launch(ctx, rt_entry_value(e), params, hidden, m, stream);
   rt_entry_release(e);
@@ -319,19 +333,44 @@ tj_status tj_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint
                      int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                      const tj_softmax_options *opts) {
   RowMatrix a[] = {{y, y_stride}, {x, x_stride}};
-  return row_op(TJ_ROW_SOFTMAX, ctx, dtype, m, n, a, stream, opts);
+  return row_op(TJ_ROW_SOFTMAX, ctx, dtype, m, n, a, NULL, stream, opts);
 }
 
 tj_status tj_log_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
                          int64_t y_stride, uint64_t x, int64_t x_stride, void *stream,
                          const tj_softmax_options *opts) {
   RowMatrix a[] = {{y, y_stride}, {x, x_stride}};
-  return row_op(TJ_ROW_LOG_SOFTMAX, ctx, dtype, m, n, a, stream, opts);
+  return row_op(TJ_ROW_LOG_SOFTMAX, ctx, dtype, m, n, a, NULL, stream, opts);
 }
 
 tj_status tj_softmax_backward(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t dx,
                               int64_t dx_stride, uint64_t y, int64_t y_stride, uint64_t dy,
                               int64_t dy_stride, void *stream, const tj_softmax_options *opts) {
   RowMatrix a[] = {{dx, dx_stride}, {y, y_stride}, {dy, dy_stride}};
-  return row_op(TJ_ROW_SOFTMAX_BACKWARD, ctx, dtype, m, n, a, stream, opts);
+  return row_op(TJ_ROW_SOFTMAX_BACKWARD, ctx, dtype, m, n, a, NULL, stream, opts);
+}
+
+/* The kernel's scalars: scale (f32), rows (i32) and the offset, clamped to
+ * [-2^31, 2^31] (past n or before -n it keeps every column or none, and the
+ * kernel's q + offset + 1 cannot overflow); n when not causal. */
+tj_status tj_masked_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n, uint64_t y,
+                            int64_t y_stride, uint64_t x, int64_t x_stride,
+                            const tj_softmax_mask *mask, void *stream,
+                            const tj_softmax_options *opts) {
+  const tj_row_op op = TJ_ROW_MASKED_SOFTMAX;
+  if (!ctx) return rt_fail_no_handle(row_ops[op].api, "context");
+  if (!mask) return invalid(ctx, op, "NULL mask");
+  if (!(mask->scale > 0.0f) || isinf(mask->scale))
+    return invalid(ctx, op, "mask->scale must be positive and finite");
+  if (mask->causal != 0 && mask->causal != 1) return invalid(ctx, op, "mask->causal must be 0 or 1");
+  if (mask->rows < 0 || mask->rows > INT32_MAX)
+    return invalid(ctx, op, "mask->rows must be 0 (m) to 2^31-1");
+  const int64_t limit = (int64_t)1 << 31;
+  int64_t rows = mask->rows ? mask->rows : m, offset = mask->causal ? mask->offset : n;
+  offset = offset < -limit ? -limit : offset > limit ? limit : offset;
+  uint32_t scale, rows32 = (uint32_t)(rows > 0 ? rows : 1);
+  memcpy(&scale, &mask->scale, sizeof scale);
+  uint64_t scalars[3] = {scale, rows32, (uint64_t)offset};
+  RowMatrix a[] = {{y, y_stride}, {x, x_stride}};
+  return row_op(op, ctx, dtype, m, n, a, scalars, stream, opts);
 }

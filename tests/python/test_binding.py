@@ -13,7 +13,9 @@ tolerances, NaN-poisoned outputs, strided rows, in place, streams,
 __cuda_array_interface__ objects, concurrent first use, the per-layout
 argument cache, and the errors each bad input must raise; log_softmax
 against torch.log_softmax; softmax_backward against torch's softmax
-backward; and a user's program through tilejit.Function.
+backward; masked_softmax against torch's masked softmax (attention's, with
+its fully masked rows 0); and a user's program through tilejit.Function.
+masked_softmax's argument checks run on the host.
 
 Run as a script, it exits 0 when all passed, 1 when a check failed, 77 when
 the host checks passed and the GPU checks were skipped (no torch or GPU).
@@ -122,6 +124,7 @@ MIRRORED_STRUCTS = {
     "tj_device_info": "_DeviceInfo", "tj_cache_stats": "_CacheStats",
     "tj_spec_options": "_SpecOptions", "tj_codegen_options": "_CodegenOptions",
     "tj_binding": "_Binding", "tj_function_options": "_FunctionOptions", "tj_arg": "_Arg",
+    "tj_softmax_mask": "_SoftmaxMask",
 }
 
 
@@ -188,6 +191,14 @@ try:
         calls.append(lambda: tilejit.softmax(x))
 except ImportError:
     pass
+
+
+class Interface:  # a valid f32 array at a made-up address: refused for want of a driver
+    __cuda_array_interface__ = {"shape": (4, 100), "typestr": "<f4", "version": 3,
+                                "data": (0x7F0000000000, False)}
+
+
+calls.append(lambda: tilejit.masked_softmax(Interface(), scale=0.125, causal=True))
 for call in calls:
     try:
         call()
@@ -208,6 +219,58 @@ def test_no_driver():
     for line in lines:
         expect(line.startswith("NO_DRIVER |"), f"expected NO_DRIVER, got {line!r}")
         expect("no cuda driver" in line.lower() and "/nonexistent" in line, f"message {line!r}")
+
+
+class FakeArray:
+    """An object with __cuda_array_interface__ at a made-up address, for
+    checks that refuse it before anything reaches C."""
+
+    def __init__(self, shape=(4, 100), typestr="<f4", readonly=False):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "version": 3,
+                                         "data": (0x7F0000000000, readonly)}
+
+
+def test_masked_softmax_refusals():
+    """masked_softmax refuses a bad mask before it looks at x, and a bad x
+    before it makes a context: no GPU needed. Each message names the
+    function and the argument."""
+    x = FakeArray()
+    cases = [
+        (ValueError, dict(scale=0.0), "scale must be positive and finite"),
+        (ValueError, dict(scale=-0.125), "not -0.125"),
+        (ValueError, dict(scale=float("inf")), "not inf"),
+        (ValueError, dict(scale=float("nan")), "not nan"),
+        (ValueError, dict(scale=1e39), "as a float32"),  # past FLT_MAX
+        (ValueError, dict(scale=1e-50), "as a float32"),  # 0 as a float32
+        (ValueError, dict(scale=10**400), "scale must be positive"),
+        (TypeError, dict(scale="0.5"), "scale must be a float, not str"),
+        (TypeError, dict(scale=True), "not bool"),
+        (TypeError, dict(causal=1), "causal must be True or False"),
+        (TypeError, dict(causal=None), "causal must be True or False"),
+        (ValueError, dict(offset=3), "offset=3 applies to causal=True only"),
+        (ValueError, dict(rows=16), "rows=16 applies to causal=True only"),
+        (ValueError, dict(causal=True, rows=-1), "rows must be from 0 to 2147483647"),
+        (ValueError, dict(causal=True, rows=2**31), "not 2147483648"),
+        (ValueError, dict(causal=True, offset=2**63), "offset must be from"),
+        (TypeError, dict(causal=True, offset=1.0), "offset must be an int, not float"),
+        (TypeError, dict(causal=True, rows=True), "rows must be an int, not bool"),
+    ]
+    for kind, kwargs, fragment in cases:
+        e = expect_raises(kind, lambda: tilejit.masked_softmax(x, **kwargs), fragment)
+        expect(str(e).startswith("tilejit.masked_softmax: "), f"message {str(e)!r}")
+    for bad, fragment in ((FakeArray(typestr="<f8"), "x has typestr '<f8'"),
+                          (FakeArray((2, 2, 100)), "x must be 1-D or 2-D, not 3-D"),
+                          ([1.0, 2.0], "neither a torch tensor")):
+        expect_raises((TypeError, ValueError),
+                      lambda: tilejit.masked_softmax(bad, scale=0.5, causal=True, offset=-2,
+                                                     rows=4), "tilejit.masked_softmax", fragment)
+    # The mask as C gets it: a float32 scale, causal as 0/1, rows, offset.
+    mask = tilejit._mask(0.1, True, -(2**40), 7)._obj
+    expect((mask.scale, mask.causal, mask.rows, mask.offset) ==
+           (ctypes.c_float(0.1).value, 1, 7, -(2**40)), f"mask {mask.scale} {mask.causal} "
+           f"{mask.rows} {mask.offset}")
+    mask = tilejit._mask(3, False, 0, 0)._obj
+    expect((mask.scale, mask.causal, mask.rows, mask.offset) == (3.0, 0, 0, 0), "default mask")
 
 
 # -------------------------------------------------------------- GPU helpers
@@ -427,6 +490,123 @@ def test_softmax_backward():
     expect_raises(tilejit.Error, lambda: tilejit.softmax_backward(dy, y_in, out=out),
                   "dx and y overlap")
     print(f"{checked} shapes x 3")
+
+
+def masked_reference(x, scale, causal, offset, rows):
+    """torch.softmax((scale * x).masked_fill(~keep, -inf), -1) in float64,
+    with the rows that keep nothing, or only -inf, set to 0 (torch's safe
+    softmax in scaled_dot_product_attention); the float32 scale C gets.
+    Returns (the reference, keep)."""
+    x = x.detach().cpu().double()
+    m, n = x.shape
+    keep = torch.ones(m, n, dtype=torch.bool)
+    if causal:
+        query = torch.arange(m) % (rows or m)
+        keep = torch.arange(n)[None, :] <= query[:, None] + offset
+    scores = (ctypes.c_float(scale).value * x).masked_fill(~keep, float("-inf"))
+    ref = torch.softmax(scores, dim=-1)
+    ref[(scores == float("-inf")).all(dim=-1)] = 0.0
+    return ref, keep
+
+
+def masked_cases(m, n, rows):
+    """(scale, causal, offset, rows) for rows of n: no mask, torch.tril's
+    mask (offset 0), the bottom-right one (n - rows), one at a random
+    offset, and rows 0 (every row its own query) at offset 0."""
+    offset = int(torch.randint(-rows, n + 1, ()).item())
+    return [(0.125, False, 0, 0), (0.0883883, True, 0, rows), (1.0, True, n - rows, rows),
+            (0.5, True, offset, rows), (0.25, True, 0, 0)]
+
+
+@gpu
+def test_masked_softmax():
+    """tilejit.masked_softmax against torch's masked softmax in float64:
+    every dtype, widths 1 to 2^20 sampled, each mask of masked_cases with M
+    = 4 * rows (four attention matrices), poisoned outputs, dropped columns
+    exactly 0, strided rows in and out, in place, an interface object."""
+    checked = 0
+    for name in ("f32", "f16", "bf16"):
+        for n in WIDTHS[1::3] + [WIDTHS[-1], (1 << 20) - 1, 1 << 20]:
+            rows = 16 if n <= 4096 else 2 if n < 1 << 20 else 1
+            m = 4 * rows
+            x = fresh(m, n, name)
+            for scale, causal, offset, r in masked_cases(m, n, rows):
+                what = f"{name} {m}x{n} scale={scale} causal={causal} offset={offset} rows={r}"
+                ref, keep = masked_reference(x, scale, causal, offset, r)
+                out = poisoned_like(x)
+                got = tilejit.masked_softmax(x, out=out, scale=scale, causal=causal, offset=offset,
+                                             rows=r)
+                expect(got is out, "masked_softmax did not return out")
+                expect_close(out, ref, name, what)
+                expect(bool((out.cpu()[~keep] == 0).all()), f"{what}: a dropped column is not 0")
+                checked += 1
+            scale, causal, offset, r = masked_cases(m, n, rows)[2]
+            ref, _ = masked_reference(x, scale, causal, offset, r)
+            expect_close(tilejit.masked_softmax(x, scale=scale, causal=causal, offset=offset,
+                                                rows=r), ref, name, f"{name} {m}x{n} allocated")
+            if n > 100003:
+                continue
+            wide = [poisoned_like(torch.empty(m, n + pad, dtype=x.dtype, device="cuda"))
+                    for pad in (3, 8)]
+            wide[1][:, :n] = x
+            tilejit.masked_softmax(wide[1][:, :n], out=wide[0][:, :n], scale=scale,
+                                   causal=causal, offset=offset, rows=r)
+            expect_close(wide[0][:, :n], ref, name, f"{name} {m}x{n} strided")
+            expect(bool(torch.isnan(wide[0][:, n:]).all()), f"{name} {m}x{n}: gap written")
+            tilejit.masked_softmax(wide[1][:, :n], out=wide[1][:, :n], scale=scale,
+                                   causal=causal, offset=offset, rows=r)
+            expect_close(wide[1][:, :n], ref, name, f"{name} {m}x{n} in place, strided")
+    x = fresh(8, 1000, "f32")
+    ref, _ = masked_reference(x, 0.125, True, 0, 4)
+    array = tilejit.masked_softmax(Wrapped(x), scale=0.125, causal=True, rows=4)
+    got = torch.frombuffer(bytearray(array.copy_to_host()), dtype=torch.float32).reshape(8, 1000)
+    expect_close(got, ref, "f32", "interface object -> DeviceArray")
+    print(f"{checked} shapes and masks")
+
+
+@gpu
+def test_masked_softmax_extreme_rows():
+    """Rows that keep nothing or only -inf are all 0; NaN or +inf among the
+    kept scores make the row NaN; NaN and +inf among the dropped ones
+    change nothing (they are not read); -inf among finite kept scores gives
+    exactly 0 there. Then what the checks refuse on the GPU path."""
+    for name in ("f32", "f16", "bf16"):
+        x = fresh(8, 100, name)  # causal, offset 50, rows 8: row r keeps j <= r + 50
+        x[0, :51] = float("-inf")
+        x[1, 3] = float("nan")
+        x[2, 7] = float("inf")
+        x[3, 60] = float("nan")  # dropped
+        x[4, ::3] = float("-inf")
+        x[5, 56:] = float("inf")  # dropped
+        x[6, 57:] = float("nan")  # dropped
+        ref, keep = masked_reference(x, 0.125, True, 50, 8)
+        got = tilejit.masked_softmax(x, scale=0.125, causal=True, offset=50).double().cpu()
+        expect(bool((got[0] == 0).all()), f"{name}: a row of kept -inf is not all 0")
+        expect(bool(torch.isnan(got[1:3]).all()), f"{name}: NaN or +inf kept: not all NaN")
+        expect(bool((got[4, ::3] == 0).all()), f"{name}: -inf among finite scores is not 0")
+        expect(bool((got[3:][~keep[3:]] == 0).all()), f"{name}: a dropped column is not 0")
+        for r in range(3, 8):
+            expect_close(got[r], ref[r], name, f"{name}: extreme row {r}")
+        got = tilejit.masked_softmax(x, scale=0.125, causal=True, offset=-3, rows=4).cpu()
+        for r in (0, 1, 2, 4, 5, 6):  # r % 4 + -3 < 0: nothing kept
+            expect(bool((got[r] == 0).all()), f"{name}: row {r} keeps nothing but is not 0")
+        finite = fresh(8, 100, name)
+        ref, _ = masked_reference(finite, 0.125, True, -3, 4)
+        expect_close(tilejit.masked_softmax(finite, scale=0.125, causal=True, offset=-3, rows=4),
+                     ref, name, f"{name}: offset -3")
+    x = fresh(4, 100, "f32")
+    for call, kind, fragment in (
+            (lambda: tilejit.masked_softmax(x.reshape(2, 2, 100)), ValueError, "3-D"),
+            (lambda: tilejit.masked_softmax(x.double()), TypeError, "float64"),
+            (lambda: tilejit.masked_softmax(x.cpu()), ValueError, "cpu"),
+            (lambda: tilejit.masked_softmax(x, out=x[:, :50]), ValueError, "shape"),
+            (lambda: tilejit.masked_softmax(x, out=x.half()), TypeError, "float16"),
+            (lambda: tilejit.masked_softmax(x, stream="0"), TypeError, "stream")):
+        expect_raises(kind, call, "tilejit.masked_softmax", fragment)
+    wide = fresh(4, 101, "f32")
+    e = expect_raises(tilejit.Error, lambda: tilejit.masked_softmax(wide[:, :100],
+                                                                    out=wide[:, 1:]), "overlap")
+    expect(e.status == tilejit.Status.INVALID_ARGUMENT, f"status {e.status!r}")
 
 
 @gpu

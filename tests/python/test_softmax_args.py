@@ -54,6 +54,10 @@ def test_argument_table():
     run_child("argument_table")
 
 
+def test_masked_arguments():
+    run_child("masked_arguments")
+
+
 # ------------------------------------------------------ inside the child
 
 
@@ -225,3 +229,61 @@ def child_argument_table(tilejit, torch, recorder):
     for value in range(tilejit._ARGS_LIMIT + 10):
         tilejit._arg(value)
     assert len(tilejit._ARGS) <= tilejit._ARGS_LIMIT
+
+
+class MaskedRecorder:
+    """Takes tilejit's tj_masked_softmax: keeps each call's arguments as
+    plain values, the mask and options as dicts of their fields."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args):
+        assert len(args) == 11, f"{len(args)} arguments"
+        values = []
+        for arg in args:
+            if arg is None or isinstance(arg, int):
+                values.append(arg)
+            elif isinstance(arg, ctypes._Pointer) or hasattr(arg, "_obj"):  # pointer, byref
+                struct = arg.contents if isinstance(arg, ctypes._Pointer) else arg._obj
+                values.append({name: getattr(struct, name) for name, _ in struct._fields_})
+            else:
+                values.append(arg.value)
+        self.calls.append(values)
+        return 0
+
+
+def child_masked_arguments(tilejit, torch, recorder):
+    """What masked_softmax passes to tj_masked_softmax for torch tensors: the
+    layout as softmax's, then the mask, the current stream and the options;
+    and what it refuses before any call."""
+    masked = tilejit._tj_masked_softmax = MaskedRecorder()
+    x = torch.Tensor((64, 1000))
+    y = tilejit.masked_softmax(x, scale=0.125, causal=True, offset=-3, rows=16)
+    assert isinstance(y, torch.Tensor) and y is not x and y.shape == (64, 1000)
+    mask = {"scale": 0.125, "causal": 1, "rows": 16, "offset": -3}
+    assert masked.calls[-1] == [CTX0, 0, 64, 1000, y.data_ptr(), 1000, x.data_ptr(), 1000, mask,
+                                0x5000, None], masked.calls[-1]
+    tilejit.masked_softmax(x, out=x)  # no mask: scale 1, every column
+    assert masked.calls[-1][4:10] == [x.data_ptr(), 1000, x.data_ptr(), 1000,
+                                      {"scale": 1.0, "causal": 0, "rows": 0, "offset": 0}, 0x5000]
+    wide = torch.Tensor((4, 40), torch.bfloat16, "cuda:1")
+    xv = wide.view_of((4, 32), (40, 1), offset=8)
+    out = tilejit.masked_softmax(xv, scale=0.1, causal=True, stream=0x7000, num_warps=2)
+    assert masked.calls[-1][:8] == [CTX1, 2, 4, 32, out.data_ptr(), 32, wide.data_ptr() + 16, 40]
+    assert masked.calls[-1][8]["scale"] == ctypes.c_float(0.1).value
+    assert masked.calls[-1][9] == 0x7000 and masked.calls[-1][10]["num_warps"] == 2
+    count = len(masked.calls)
+    for kind, call, fragment in (
+            (ValueError, lambda: tilejit.masked_softmax(x, scale=0.0), "scale"),
+            (ValueError, lambda: tilejit.masked_softmax(x, offset=2), "causal=True only"),
+            (TypeError, lambda: tilejit.masked_softmax(torch.Tensor((4, 8), torch.float64)),
+             "float64"),
+            (ValueError, lambda: tilejit.masked_softmax(torch.Tensor((4, 8), device="cpu")), "cpu"),
+            (ValueError, lambda: tilejit.masked_softmax(x, out=torch.Tensor((64, 999))), "shape"),
+            (TypeError, lambda: tilejit.masked_softmax(x, stream=1.0), "stream"),
+            (ValueError, lambda: tilejit.masked_softmax(x, template="two-pass"), "template")):
+        e = expect_raises(kind, call, fragment)
+        assert str(e).startswith("tilejit"), e
+    assert len(masked.calls) == count, masked.calls[count:]
+    assert recorder.calls == [], recorder.calls  # tj_softmax was never called

@@ -67,6 +67,30 @@ void data_row_reference(const void *x, tj_elem elem, int64_t n, bool log_softmax
     want[i] = log_softmax ? data_get(x, elem, i) - m - log(s) : want[i] / s;
 }
 
+/* The kept columns are [0, end); scale > 0 keeps -inf at -inf, so the max
+ * of x is taken first and the scale applied to x - max, as the templates do. */
+void data_row_masked_reference(const void *x, tj_elem elem, int64_t n, int64_t r, int64_t m,
+                               const tj_softmax_mask *mask, double *want) {
+  int64_t rows = mask->rows ? mask->rows : m, end = n;
+  if (mask->causal) {
+    int64_t q = rows > 0 ? r % rows : 0;
+    double last = (double)q + (double)mask->offset; /* no overflow for any offset */
+    end = last < 0.0 ? 0 : last >= (double)n ? n : q + mask->offset + 1;
+  }
+  double top = -INFINITY, s = 0.0, scale = mask->scale;
+  bool nan = false;
+  for (int64_t i = 0; i < end; i++) {
+    double v = data_get(x, elem, i);
+    nan |= isnan(v) || v == INFINITY;
+    top = fmax(top, v);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v = i < end && top > -INFINITY ? exp(scale * (data_get(x, elem, i) - top)) : 0.0;
+    s += want[i] = nan ? NAN : v;
+  }
+  for (int64_t i = 0; i < n; i++) want[i] = s > 0.0 ? want[i] / s : want[i];
+}
+
 DataTolerance data_tolerance(tj_elem elem) {
   switch (elem) {
   case TJ_F32: return (DataTolerance){1.3e-6, 1e-5};

@@ -1,8 +1,8 @@
 /*
  * data.h — host data the tools share (data.c): a seeded random stream,
  * elements of any pointee type read and written as doubles, the float64
- * reference rows of the shipped row ops, and the testing rules' tolerance
- * per element type.
+ * reference rows of the shipped row ops (the masked softmax's too), and
+ * the testing rules' tolerance per element type.
  */
 #ifndef TJ_TOOLS_DATA_H
 #define TJ_TOOLS_DATA_H
@@ -30,6 +30,15 @@ tj_elem data_elem_of(tj_dtype d);  /* a storage dtype's element type */
  * want: exp(x - max) / sum, or (x - max) - log sum, max ignoring NaN. */
 void data_row_reference(const void *x, tj_elem elem, int64_t n, bool log_softmax,
                         double *want);
+
+/* The float64 masked softmax (tj_masked_softmax) of row r of an m-row
+ * matrix, x its n elements, into want: the row is query q = r % rows (rows
+ * 0: m), its kept columns j <= q + offset (every one when not causal) give
+ * softmax(scale * x) over themselves and the dropped ones exactly 0. A
+ * NaN or +inf among the kept makes the whole row NaN; a row that keeps no
+ * column, or only -inf, is all 0. The scale is mask->scale, a float. */
+void data_row_masked_reference(const void *x, tj_elem elem, int64_t n, int64_t r, int64_t m,
+                               const tj_softmax_mask *mask, double *want);
 
 /* |got - want| <= atol + rtol |want| (torch's defaults per dtype: f32
  * 1.3e-6 and 1e-5, f16 1e-3 and 1e-5, bf16 1.6e-2 and 1e-5; integers
