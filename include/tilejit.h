@@ -277,6 +277,14 @@ typedef struct tj_spec_options {
                          head and tail; an access whose phase differs from its
                          tile's first access moves element by element. 0: ALIGN
                          alone decides the vectors */
+  int stage;          /* STAGE: elements of the widest tile a thread keeps in registers at
+                         once, 0 to 128; 0 = as many as the registers take (32768 / threads).
+                         A thread's share above it streams in pieces of STAGE elements, and
+                         each load that a phase after its reduction needs again is kept in
+                         shared memory (each thread its own), so it is read from memory once.
+                         Shared memory then holds the CTA's share of every such tile: at most
+                         what the arch allows a CTA (227 KiB on sm_90, 163 KiB on sm_80,
+                         99 KiB on sm_86/89/120, 64 KiB on sm_75), else codegen refuses it */
 } tj_spec_options;
 
 /* next_pow2(n) for n >= 1 (1 for n <= 1). */
@@ -352,6 +360,9 @@ typedef struct tj_launch_shape {
                            instance count) points to TJ_WORKSPACE_COUNTERS bytes of barrier
                            counters, zeroed before their first use (128 bytes per group of
                            ctas_per_program CTAs), then this many bytes per group; 0: none */
+  int dynamic_shared_bytes; /* shared memory each launch gives a CTA: a kernel whose tj_smem
+                           is over 48 KiB declares it .extern (STAGE), and the runtime opts
+                           its function in to this much when it loads it */
 } tj_launch_shape;
 
 /* The counters at the start of a workspace: room for 8192 groups. Every
@@ -427,6 +438,7 @@ typedef struct tj_softmax_options {
   tj_softmax_template which_template; /* TJ_SOFTMAX_AUTO (0): the plan's */
   int cluster;                        /* CLUSTER; 0 = the plan's */
   int split;                          /* SPLIT; 0 = the plan's */
+  int stage;                          /* STAGE (tj_spec_options); 0 = the plan's, -1 = none */
 } tj_softmax_options;
 
 /* How softmax runs: a template and its specialization. */
@@ -436,6 +448,8 @@ typedef struct tj_softmax_plan {
   int num_warps;             /* NUM_WARPS */
   int cluster;               /* CLUSTER: CTAs of a cluster per row (1: none) */
   int split;                 /* SPLIT: clusters (or CTAs) of the grid per row (1: none) */
+  int stage;                 /* STAGE: the row streams through registers in pieces of this
+                                many elements a thread, kept in shared memory (0: none) */
 } tj_softmax_plan;
 
 typedef struct tj_device_info tj_device_info;
@@ -446,6 +460,10 @@ typedef struct tj_device_info tj_device_info;
  * the options' choices (NULL: none):
  *   - rows of up to 32768 elements: one CTA (or a lane group) per row, the
  *     warps from tj_default_num_warps;
+ *   - rows of 64 KiB and more (sm_80 and later), up to what 16 CTAs hold:
+ *     staged (STAGE), CTAs of 256 threads holding at most 64 KiB of the
+ *     row each in shared memory, in a cluster where it takes several, so
+ *     that x is read once and three CTAs share an SM;
  *   - wider rows, enough of them to fill the GPU: a thread-block cluster of
  *     up to 16 CTAs per row (sm_90 and later); on sm_90 CTAs of 128 or 256
  *     threads at 64 elements a thread, elsewhere (or with the caller's

@@ -643,6 +643,10 @@ static bool parse_declaration(Kernel *k, const char *s, char *why, size_t size) 
     k->regs[cls] = n;
     return true;
   }
+  if (!strcmp(s, ".extern .shared .align 16 .b8 tj_smem[];")) {
+    k->smem = -1; /* sized by the launch */
+    return true;
+  }
   if (!strncmp(s, ".shared", 7)) {
     if (sscanf(s, ".shared .align 16 .b8 tj_smem[%d];", &k->smem) == 1 && k->smem > 0 &&
         k->smem < (1 << 24))
@@ -1752,6 +1756,8 @@ static bool check_launch(const Kernel *k, int nargs, const PtxsimLaunch *l, char
   if (k->threads < 1 || k->threads > 1024 || k->nparams != nargs + 1 + workspace)
     return bad(why, size, "bad kernel: %d threads, %d params for %d args", k->threads, k->nparams,
                nargs);
+  if (k->smem < 0 && (l->dynamic_shared <= 0 || l->dynamic_shared >= (1 << 24)))
+    return bad(why, size, "tj_smem is .extern: launch it with its dynamic_shared bytes");
   if (l->ctas < 1 || l->ctas % k->cluster)
     return bad(why, size, "a grid of %d CTAs is no whole number of clusters of %d", l->ctas,
                k->cluster);
@@ -1851,6 +1857,7 @@ bool ptxsim_launch(const char *ptx, const tj_arg *args, int nargs, const PtxsimL
   bool ok =
       k && parse_kernel(k, ptx, why, why_size) && check_launch(k, nargs, launch, why, why_size);
   if (ok) {
+    if (k->smem < 0) k->smem = launch->dynamic_shared;
     s.group = k->workspace_param >= 0 ? launch->ctas : k->cluster;
     layout_registers(&s);
     if (!alloc_group(&s)) ok = bad(why, why_size, "out of memory");
@@ -1880,8 +1887,8 @@ bool ptxsim_run_spec(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
   units = units > 2 ? units / 2 : units > 0 ? units : 1;
   size_t ws_bytes = TJ_WORKSPACE_COUNTERS + (size_t)units * (size_t)shape->workspace_bytes;
   void *ws = shape->workspace_bytes ? calloc(1, ws_bytes) : NULL;
-  PtxsimLaunch launch = {programs, (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0,
-                         max_steps};
+  PtxsimLaunch launch = {programs,  (int)units * shape->ctas_per_program, ws, ws ? ws_bytes : 0,
+                         max_steps, shape->dynamic_shared_bytes};
   bool ok = (ws || !shape->workspace_bytes) &&
             ptxsim_launch(ptx, args, nargs, &launch, stats, why, why_size);
   if (shape->workspace_bytes && !ws) snprintf(why, why_size, "no memory for the workspace");
@@ -1892,6 +1899,6 @@ bool ptxsim_run_spec(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
 
 bool ptxsim_run(const char *ptx, const tj_arg *args, int nargs, int64_t programs, int ctas,
                 char *why, size_t why_size) {
-  PtxsimLaunch launch = {programs, ctas, NULL, 0, 0};
+  PtxsimLaunch launch = {programs, ctas, NULL, 0, 0, 0};
   return ptxsim_launch(ptx, args, nargs, &launch, NULL, why, why_size);
 }

@@ -6,7 +6,8 @@
  * against the IR interpreter. It is strict where a GPU would be undefined,
  * would fault or would hang:
  *   - every global access lies inside an argument's buffer or the workspace
- *     and is aligned to its size; shared accesses stay inside tj_smem, and a
+ *     and is aligned to its size; shared accesses stay inside tj_smem (its
+ *     declared size, or the launch's for an .extern one), and a
  *     shared::cluster access names a CTA of the cluster that has not exited;
  *   - every lane of a warp reaches the same shfl.sync, every thread of a CTA
  *     the same bar.sync, every thread of a cluster each barrier.cluster phase
@@ -48,6 +49,8 @@ typedef struct PtxsimLaunch {
   size_t workspace_bytes; /* its size: every access is checked against it */
   int64_t max_steps;      /* instructions over every thread before it calls the launch
                              endless (0: 4·10^8) */
+  int dynamic_shared;     /* bytes of tj_smem where the kernel declares it .extern
+                             (tj_launch_shape.dynamic_shared_bytes) */
 } PtxsimLaunch;
 
 /* What a launch did. Global bytes are counted per access (a vector access

@@ -421,8 +421,8 @@ START_TEST(specialize_argument_errors) {
   struct {
     tj_spec_options o;
     const char *frag;
-  } cases[8];
-  for (int i = 0; i < 8; i++) cases[i].o = options(100);
+  } cases[10];
+  for (int i = 0; i < 10; i++) cases[i].o = options(100);
   cases[0].o.dtype = (tj_dtype)9, cases[0].frag = "unknown dtype";
   cases[1].o.n = -1, cases[1].frag = "negative n";
   cases[2].o.block = 100, cases[2].frag = "neither a power of two nor a multiple of the 128";
@@ -432,7 +432,9 @@ START_TEST(specialize_argument_errors) {
   cases[5].o.bindings = &unknown, cases[5].o.binding_count = 1, cases[5].frag = "unknown constant NOPE";
   cases[6].o.bindings = &builtin, cases[6].o.binding_count = 1, cases[6].frag = "through the options";
   cases[7].o.binding_count = 2, cases[7].frag = "bad binding list";
-  for (int i = 0; i < 8; i++) {
+  cases[8].o.stage = -1, cases[8].frag = "stage -1 is not 0 to 128";
+  cases[9].o.stage = 129, cases[9].frag = "stage 129 is not 0 to 128";
+  for (int i = 0; i < 10; i++) {
     ck_assert_int_eq(tj_specialize(f.p, &cases[i].o, &s), TJ_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(s);
     ck_assert_msg(strstr(tj_program_error(f.p), cases[i].frag), "case %d: %s", i, tj_program_error(f.p));
@@ -442,6 +444,16 @@ START_TEST(specialize_argument_errors) {
   tj_spec_options exact = options(5000);
   exact.block = 6144, exact.num_warps = 16, exact.cluster = 3;
   ck_assert_msg(tj_specialize(f.p, &exact, &s) == TJ_OK, "%s", tj_program_error(f.p));
+  tj_spec_destroy(s);
+  /* STAGE is part of the key (a staged kernel is another kernel). */
+  tj_spec_options staged = options(5000);
+  staged.stage = 16;
+  ck_assert_int_eq(tj_specialize(f.p, &staged, &s), TJ_OK);
+  ck_assert_ptr_nonnull(strstr(tj_spec_key(s), "|STAGE=16"));
+  tj_spec_destroy(s);
+  staged.stage = 0;
+  ck_assert_int_eq(tj_specialize(f.p, &staged, &s), TJ_OK);
+  ck_assert_ptr_null(strstr(tj_spec_key(s), "STAGE"));
   tj_spec_destroy(s);
   tj_program_destroy(f.p);
 }

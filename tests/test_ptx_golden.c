@@ -26,7 +26,9 @@ typedef struct Golden {
 /* Three with the plan's 512-thread CTAs: a row over a cluster of 8 CTAs
  * (distributed shared memory), over 128 CTAs of the grid (global memory, a
  * fused max and sum), and streamed in pieces over 128 CTAs (phases, a
- * reverse second pass). The last: rows at any phase (codegen/phase.c). */
+ * reverse second pass). Then rows at any phase (codegen/phase.c), and two
+ * staged rows as planned (STAGE, codegen/stream.c: pieces kept in .extern
+ * shared memory), over a cluster of 2 and over 64 CTAs of the grid. */
 static const Golden goldens[] = {
     {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0, 0}, {0, 0}},
     {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0, 0}, {0, 0}},
@@ -43,6 +45,10 @@ static const Golden goldens[] = {
      {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 10000000, 0, 0, 16, 90, 0, 0}, {1, 128}},
     {"softmax_bf16_n1023_phased_sm90.ptx",
      {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1023, 0, 0, 2, 90, 0, 1}, {0, 0}},
+    {"softmax_bf16_n65536_staged_cluster2_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 65536, 0, 0, 16, 90, 0, 0}, {0, 0}},
+    {"softmax_f32_n1048576_staged_split64_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1048576, 0, 0, 16, 90, 0, 0}, {0, 0}},
 };
 
 static char *read_all(const char *path) {

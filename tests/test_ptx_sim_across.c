@@ -57,8 +57,12 @@ static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
     *ws = calloc(1, need);
     *ws_bytes = *ws ? need : 0;
   }
-  PtxsimLaunch launch = {programs, run->ctas, shape->workspace_bytes ? *ws : NULL,
-                         shape->workspace_bytes ? *ws_bytes : 0, 0};
+  PtxsimLaunch launch = {programs,
+                         run->ctas,
+                         shape->workspace_bytes ? *ws : NULL,
+                         shape->workspace_bytes ? *ws_bytes : 0,
+                         0,
+                         shape->dynamic_shared_bytes};
   bool ok = ptxsim_launch(ptx, args, nargs, &launch, &run->stats, why, size);
   tj_free(ptx);
   return ok;
@@ -71,6 +75,7 @@ typedef struct Case {
   int64_t n;
   int warps, cluster, split, align;
   bool streamed; /* expected */
+  int stage;     /* STAGE: streamed, x kept in shared memory and read once */
 } Case;
 
 enum { KIND_RANDOM, KIND_ALL_NEG_INF, KIND_NAN, KIND_POS_INF, KIND_MIXED, KIND_WINDOW, KINDS };
@@ -91,8 +96,9 @@ static void fill(TjMatrix *x, TjRng *rng) {
 }
 
 static const char *label(const Case *k, char *out, size_t size) {
-  snprintf(out, size, "%s n=%lld warps=%d cluster=%d split=%d align=%d", dtype_label(k->dtype),
-           (long long)k->n, k->warps, k->cluster, k->split, k->align);
+  snprintf(out, size, "%s n=%lld warps=%d cluster=%d split=%d align=%d stage=%d",
+           dtype_label(k->dtype), (long long)k->n, k->warps, k->cluster, k->split, k->align,
+           k->stage);
   return out;
 }
 
@@ -104,7 +110,8 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
                        .dtype = k->dtype,
                        .align = k->align,
                        .cluster = k->cluster,
-                       .split = k->split};
+                       .split = k->split,
+                       .stage = k->stage};
   char name[160], why[2048];
   label(k, name, sizeof name);
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, &p), TJ_OK);
@@ -138,22 +145,33 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < k->n; c++) {
       double got = matrix_get(&y, r, c), ref = matrix_get(&want, r, c);
-      ck_assert_msg(close_enough(got, ref, t), "%s: row %lld (kind %d) col %lld: %g, want %g",
-                    name, (long long)r, (int)(r % KINDS), (long long)c, got, ref);
+      ck_assert_msg(close_enough(got, ref, t), "%s: row %lld (kind %d) col %lld: %g, want %g", name,
+                    (long long)r, (int)(r % KINDS), (long long)c, got, ref);
     }
   /* Each element is written once and read once per pass, but for the one
    * partial vector a row's last thread may move a second time, element by
    * element (memory.c): at most its slots more per row and pass. */
   uint64_t elem = dtype_bytes(k->dtype), row_bytes = (uint64_t)rows * (uint64_t)k->n * elem;
-  uint64_t slack = (uint64_t)rows * CG_MAX_SLOTS * elem, passes = k->streamed ? 2 : 1;
+  uint64_t slack = (uint64_t)rows * CG_MAX_SLOTS * elem;
+  uint64_t passes = k->streamed && !k->stage ? 2 : 1;
   uint64_t wrote = run.stats.bytes_written[0], read = run.stats.bytes_read[1];
   ck_assert_msg(wrote >= row_bytes && wrote <= row_bytes + slack,
                 "%s: %llu bytes of y written for %llu", name, (unsigned long long)wrote,
                 (unsigned long long)row_bytes);
   ck_assert_msg(read >= passes * row_bytes && read <= passes * (row_bytes + slack),
                 "%s: x read %llu bytes for %llu: %s expected", name, (unsigned long long)read,
-                (unsigned long long)row_bytes, k->streamed ? "twice (streamed)" : "once");
+                (unsigned long long)row_bytes, passes == 2 ? "twice (streamed)" : "once");
   ck_assert_int_eq(run.info.shape.ctas_per_program, k->cluster * k->split);
+  /* A staged CTA keeps its share of x in shared memory: at least the bytes
+   * of its threads' pieces (the whole share, padding included). */
+  if (k->stage) {
+    const tj_launch_shape *sh = &run.info.shape;
+    int64_t share = (k->n + sh->ctas_per_program - 1) / sh->ctas_per_program * (int64_t)elem;
+    int64_t smem = sh->shared_bytes + sh->dynamic_shared_bytes;
+    ck_assert_msg(smem >= share, "%s: %lld bytes of shared memory for a share of %lld", name,
+                  (long long)smem, (long long)share);
+    ck_assert_int_eq(sh->dynamic_shared_bytes > 0, smem > CG_STATIC_SHARED_MAX);
+  }
   matrix_free(&x);
   matrix_free(&y);
   matrix_free(&want);
@@ -171,21 +189,38 @@ static void run_softmax(const Case *k, int arch) {
 /* One warp a CTA keeps the simulation small: a thread holds up to 128
  * elements, so a span of S CTAs holds 32 * 128 * S before streaming. */
 static const Case clusters[] = {
-    {TJ_DTYPE_F32, 1000, 1, 2, 1, 16, false},  {TJ_DTYPE_F32, 4097, 1, 2, 1, 16, false},
-    {TJ_DTYPE_BF16, 3000, 1, 3, 1, 16, false}, {TJ_DTYPE_F16, 8192, 1, 4, 1, 0, false},
-    {TJ_DTYPE_F32, 9000, 1, 16, 1, 16, false}, {TJ_DTYPE_F32, 20000, 1, 4, 1, 16, true},
-    {TJ_DTYPE_F32, 1, 1, 2, 1, 16, false},     {TJ_DTYPE_F16, 33, 2, 5, 1, 2, false},
-    {TJ_DTYPE_BF16, 40000, 1, 3, 1, 16, true}, {TJ_DTYPE_F32, 65536, 2, 8, 1, 16, false},
+    {TJ_DTYPE_F32, 1000, 1, 2, 1, 16, false, 0},  {TJ_DTYPE_F32, 4097, 1, 2, 1, 16, false, 0},
+    {TJ_DTYPE_BF16, 3000, 1, 3, 1, 16, false, 0}, {TJ_DTYPE_F16, 8192, 1, 4, 1, 0, false, 0},
+    {TJ_DTYPE_F32, 9000, 1, 16, 1, 16, false, 0}, {TJ_DTYPE_F32, 20000, 1, 4, 1, 16, true, 0},
+    {TJ_DTYPE_F32, 1, 1, 2, 1, 16, false, 0},     {TJ_DTYPE_F16, 33, 2, 5, 1, 2, false, 0},
+    {TJ_DTYPE_BF16, 40000, 1, 3, 1, 16, true, 0}, {TJ_DTYPE_F32, 65536, 2, 8, 1, 16, false, 0},
 };
 
 static const Case splits[] = {
-    {TJ_DTYPE_F32, 1000, 1, 1, 2, 16, false},  {TJ_DTYPE_F32, 4097, 1, 1, 3, 0, false},
-    {TJ_DTYPE_BF16, 7000, 1, 1, 5, 16, false}, {TJ_DTYPE_F16, 16384, 1, 1, 8, 16, false},
-    {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true},  {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true},
-    {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false}, {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true},
-    {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false},     {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false},
-    {TJ_DTYPE_F32, 33, 1, 1, 16, 4, false}, /* a lone NaN: its thread's max is -inf */
+    {TJ_DTYPE_F32, 1000, 1, 1, 2, 16, false, 0},  {TJ_DTYPE_F32, 4097, 1, 1, 3, 0, false, 0},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 5, 16, false, 0}, {TJ_DTYPE_F16, 16384, 1, 1, 8, 16, false, 0},
+    {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true, 0},  {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true, 0},
+    {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false, 0}, {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true, 0},
+    {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false, 0},     {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false, 0},
+    {TJ_DTYPE_F32, 33, 1, 1, 16, 4, false, 0}, /* a lone NaN: its thread's max is -inf */
 };
+
+/* STAGE: a tile streamed in small pieces keeps them in shared memory, each
+ * thread its own, so the second phase reads x from there: x is read from
+ * memory once. One CTA, a cluster, a split, unaligned rows (element by
+ * element), and a stash over 48 KiB (.extern shared memory). */
+static const Case staged[] = {
+    {TJ_DTYPE_F32, 1000, 1, 1, 1, 16, true, 8},  {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16},
+    {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4},    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8}, {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32},
+    {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16},
+};
+
+START_TEST(softmax_staged) {
+  Case k = staged[_i];
+  run_softmax(&k, k.cluster > 1 || _i % 2 ? 90 : 80);
+}
+END_TEST
 
 START_TEST(softmax_over_clusters) {
   Case k = clusters[_i];
@@ -209,7 +244,7 @@ START_TEST(splits_share_one_workspace) {
   size_t ws_bytes = 2 * TJ_WORKSPACE_COUNTERS; /* room for all: never made again */
   void *ws = calloc(1, ws_bytes);
   for (size_t i = 0; i < sizeof splits_in_turn / sizeof splits_in_turn[0]; i++) {
-    Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false};
+    Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false, 0};
     run_softmax_on(&k, 90, &ws, &ws_bytes);
   }
   free(ws);
@@ -321,14 +356,18 @@ static tj_spec *specialize_program(const char *text, int64_t n, int cluster, int
   const char *nl = strchr(text, '\n');
   snprintf(full, sizeof full, "%.*s\nconst ONE = 1\n%s", (int)(nl - text), text, nl + 1);
   ck_assert_msg(tj_program_parse(full, strlen(full), p) == TJ_OK, "%s", tj_program_error(*p));
-  tj_spec_options o = {.n = n, .num_warps = warps, .dtype = TJ_DTYPE_F32, .align = 16,
-                       .cluster = cluster, .split = split};
+  tj_spec_options o = {.n = n,
+                       .num_warps = warps,
+                       .dtype = TJ_DTYPE_F32,
+                       .align = 16,
+                       .cluster = cluster,
+                       .split = split};
   ck_assert_msg(tj_specialize(*p, &o, &s) == TJ_OK, "%s", tj_program_error(*p));
   return s;
 }
 
-static void run_program(const char *text, bool ints, int64_t n, int cluster, int split,
-                        int warps, int arch) {
+static void run_program(const char *text, bool ints, int64_t n, int cluster, int split, int warps,
+                        int arch) {
   tj_program *p;
   tj_spec *s = specialize_program(text, n, cluster, split, warps, &p);
   char why[2048];
@@ -365,8 +404,8 @@ static void run_program(const char *text, bool ints, int64_t n, int cluster, int
     } else {
       double tol = 1e-5 * (1.0 + fabs(want[r])) + 1e-6 * (double)n;
       ck_assert_msg(fabs((double)out[r] - (double)want[r]) <= tol,
-                    "%s n=%lld cluster %d split %d row %d: %.9g, want %.9g", p->name,
-                    (long long)n, cluster, split, r, out[r], want[r]);
+                    "%s n=%lld cluster %d split %d row %d: %.9g, want %.9g", p->name, (long long)n,
+                    cluster, split, r, out[r], want[r]);
     }
   }
   free(ws);
@@ -405,7 +444,8 @@ START_TEST(a_barrier_in_a_loop_runs_from_the_first_trip) {
     tj_codegen_options o = {levels[i].arch, 0, 0};
     char *ptx = NULL;
     ck_assert_msg(tj_emit_ptx(s, &o, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
-    const char *head = strstr(ptx, "$Lloop_"), *back = head ? strstr(head, "bra.uni $Lloop_") : NULL;
+    const char *head = strstr(ptx, "$Lloop_"),
+               *back = head ? strstr(head, "bra.uni $Lloop_") : NULL;
     ck_assert_msg(head && back, "level %zu: no loop in the PTX", i);
     size_t len = (size_t)(back - head);
     char *body = malloc(len + 1);
@@ -430,6 +470,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 600);
   tcase_add_loop_test(t, softmax_over_clusters, 0, (int)(sizeof clusters / sizeof clusters[0]));
   tcase_add_loop_test(t, softmax_over_the_grid, 0, (int)(sizeof splits / sizeof splits[0]));
+  tcase_add_loop_test(t, softmax_staged, 0, (int)(sizeof staged / sizeof staged[0]));
   tcase_add_test(t, splits_share_one_workspace);
   tcase_add_test(t, user_programs_split_across_ctas);
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);

@@ -78,7 +78,8 @@ START_TEST(aligned_rows_move_predicated_vectors) {
       int64_t n = widths[i], block = tj_next_pow2(n);
       int w = warp_counts[j], g = expected_group(block, w, 4);
       int reps = (int)(block / (4 * g));
-      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0, 0}, NULL);
+      char *ptx =
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 16, 90, 0, 0}, NULL);
       ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), reps);
       ck_assert_int_eq(ptx_count(ptx, "st.global.v4.f32"), reps);
       /* Every vector access is predicated; -inf is moved in first. */
@@ -102,7 +103,8 @@ START_TEST(unaligned_rows_move_single_elements) {
     for (size_t j = 0; j < TJ_COUNTOF(warp_counts); j++) {
       int64_t n = widths[i], block = tj_next_pow2(n);
       int w = warp_counts[j], g = expected_group(block, w, 1);
-      char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 4, 90, 0, 0}, NULL);
+      char *ptx =
+          make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, n, 0, w, 4, 90, 0, 0}, NULL);
       ck_assert_int_eq(ptx_count(ptx, "ld.global.v"), 0);
       ck_assert_int_eq(ptx_count(ptx, "st.global.v"), 0);
       ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), (int)(block / g));
@@ -157,7 +159,8 @@ START_TEST(small_rows_share_a_cta_in_lane_groups) {
 END_TEST
 
 START_TEST(f16_moves_halves_in_words) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0, 0}, NULL);
+  char *ptx =
+      make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 4);
   ck_assert_int_eq(ptx_count(ptx, "st.global.v4.b32"), 4);
   ck_assert_int_eq(ptx_count(ptx, "mov.b32 {%h"), 16);
@@ -173,8 +176,8 @@ START_TEST(bf16_conversions_follow_the_arch) {
   static const int archs[] = {75, 80, 90};
   for (int i = 0; i < 3; i++) {
     tj_kernel_info info;
-    char *ptx =
-        make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, archs[i], 0, 0}, &info);
+    char *ptx = make(
+        &(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, archs[i], 0, 0}, &info);
     ck_assert_int_eq(ptx_count(ptx, "cvt.rn.bf16.f32") > 0, archs[i] >= 80);
     ck_assert_int_eq(ptx_count(ptx, "cvt.f32.bf16") > 0, archs[i] >= 90);
     ck_assert_int_eq(ptx_count(ptx, "shl.b32 %f") > 0, archs[i] < 90);
@@ -186,7 +189,8 @@ START_TEST(bf16_conversions_follow_the_arch) {
 END_TEST
 
 START_TEST(exp_is_subtract_multiply_ex2) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 0, 16, 90, 0, 0}, NULL);
+  char *ptx =
+      make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 0, 16, 90, 0, 0}, NULL);
   int sub = ptx_find_line(ptx, "sub.rn.f32", 0), mul = ptx_find_line(ptx, "0f3FB8AA3B", 0);
   int ex2 = ptx_find_line(ptx, "ex2.approx.ftz.f32", 0);
   ck_assert_int_ge(sub, 0);
@@ -206,7 +210,8 @@ START_TEST(exp_is_subtract_multiply_ex2) {
 END_TEST
 
 START_TEST(grid_stride_loop_over_instances) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0, 0}, NULL);
+  char *ptx =
+      make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_count(ptx, ".param .u64 tj_programs"), 1);
   ck_assert_int_eq(ptx_count(ptx, "$Linst:"), 1);
   ck_assert_int_eq(ptx_count(ptx, "bra.uni $Linst;"), 1);
@@ -237,7 +242,8 @@ END_TEST
 
 START_TEST(kernel_info_and_versions) {
   tj_kernel_info info;
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 75, 0, 0}, &info);
+  char *ptx =
+      make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 75, 0, 0}, &info);
   ck_assert_str_eq(info.entry, "tj_softmax");
   ck_assert_int_eq(info.param_count, 5);
   ck_assert_int_eq(info.arch, 75);
@@ -261,7 +267,8 @@ static tj_spec *softmax_spec(int64_t n, int warps) {
   tj_spec *s;
   tj_spec_options o;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, n, &p), TJ_OK);
-  ck_assert_int_eq(softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 65536, n, 0, 0, &o), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 65536, n, 0, 0, &o),
+                   TJ_OK);
   o.num_warps = warps;
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
   tj_program_destroy(p);
@@ -394,7 +401,8 @@ END_TEST
  * over, and the mask computed again at the store (no predicate lives from
  * the loads to the stores); the kernel asks ptxas for its CTAs per SM. */
 START_TEST(partial_vectors_in_their_own_block) {
-  char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1024, 0, 0, 16, 90, 0, 0}, NULL);
+  char *ptx =
+      make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1024, 0, 0, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.f32"), 8);
   ck_assert_int_eq(ptx_count(ptx, "st.global.v4.f32"), 8);
   ck_assert_int_eq(ptx_count(ptx, "ld.global.f32"), 24); /* 3 per vector, in the block */
@@ -407,9 +415,59 @@ START_TEST(partial_vectors_in_their_own_block) {
   ck_assert_int_lt(first, ptx_find_line(ptx, "$Lpart_0:", 0));
   ck_assert_int_ge(ptx_find_line(ptx, ".minnctapersm 9", 0), 0);
   tj_free(ptx);
-  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32768, 0, 0, 16, 90, 0, 0}, NULL);
+  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32768, 0, 32, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_find_line(ptx, ".minnctapersm", 0), -1); /* 1024 threads: one CTA */
   tj_free(ptx);
+}
+END_TEST
+
+/* STAGE (codegen/stream.c): a staged row streams in pieces whose loads go
+ * to shared memory once and come back from there; its stash beyond 48 KiB
+ * is .extern, sized in the launch shape; a stash no CTA of the arch can
+ * have is refused; and a tile that fits the STAGE is not staged at all. */
+START_TEST(staged_rows_keep_x_in_shared_memory) {
+  tj_program *p;
+  tj_spec *s;
+  tj_kernel_info info;
+  char *ptx = NULL;
+  tj_codegen_options co = {90, 0, 0};
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, 32768, &p), TJ_OK);
+  tj_spec_options o = {
+      .n = 32768, .num_warps = 8, .dtype = TJ_DTYPE_BF16, .align = 16, .stage = 32};
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  ck_assert_msg(tj_emit_ptx(s, &co, &ptx, &info) == TJ_OK, "%s", tj_spec_error(s));
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 4); /* one piece of 4 vectors */
+  ck_assert_int_eq(ptx_count(ptx, "st.shared.v4.b32"), 4); /* kept */
+  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 4); /* and read back */
+  ck_assert_int_ge(ptx_find_line(ptx, ".extern .shared .align 16 .b8 tj_smem[];", 0), 0);
+  ck_assert_int_eq(info.shape.shared_bytes, 0);
+  ck_assert_int_ge(info.shape.dynamic_shared_bytes, 32768 * 2);
+  tj_free(ptx);
+  tj_spec_destroy(s);
+  /* A whole row of 2^20 f32 in one 32-thread CTA: 4 MiB of stash. */
+  o = (tj_spec_options){
+      .n = 1 << 20, .num_warps = 1, .dtype = TJ_DTYPE_F32, .align = 16, .stage = 4};
+  tj_program_destroy(p);
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, 1 << 20, &p), TJ_OK);
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  ck_assert_int_eq(tj_emit_ptx(s, &co, &ptx, &info), TJ_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(tj_spec_error(s), "bytes of shared memory a CTA, more than sm_90"));
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  /* 1000 elements over 128 threads fit a STAGE of 64: the same kernel as
+   * without it, but for its comment line (the second). */
+  char *plain =
+      make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0, 0}, NULL);
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, 1000, &p), TJ_OK);
+  o = (tj_spec_options){.n = 1000, .num_warps = 4, .dtype = TJ_DTYPE_F32, .align = 16, .stage = 64};
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  ck_assert_int_eq(tj_emit_ptx(s, &co, &ptx, &info), TJ_OK);
+  const char *a = strchr(strchr(ptx, '\n') + 1, '\n'), *b = strchr(strchr(plain, '\n') + 1, '\n');
+  ck_assert_msg(strcmp(a, b) == 0, "a STAGE the tile fits changed the kernel");
+  tj_free(ptx);
+  tj_free(plain);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
 }
 END_TEST
 
@@ -434,10 +492,9 @@ static Suite *suite(void) {
   tcase_add_test(t, tile_by_scalar_division_is_one_reciprocal);
   tcase_add_test(t, i32_max_and_min_use_unsigned_keys);
   tcase_add_test(t, partial_vectors_in_their_own_block);
+  tcase_add_test(t, staged_rows_keep_x_in_shared_memory);
   suite_add_tcase(s, t);
   return s;
 }
 
-int main(void) {
-  return test_run_suite(suite());
-}
+int main(void) { return test_run_suite(suite()); }

@@ -240,7 +240,7 @@ START_TEST(cluster_push_sums) {
   tj_arg args[3] = {ptr_arg(out, sizeof *out * (size_t)n), ptr_arg(ids, 16 * (size_t)ctas),
                     ptr_arg(x, sizeof *x * (size_t)n)};
   char *ptx = with(cluster_push, "CLUSTER", cluster), why[1024];
-  PtxsimLaunch l = {ctas, ctas, NULL, 0, 0};
+  PtxsimLaunch l = {ctas, ctas, NULL, 0, 0, 0};
   PtxsimStats st;
   ck_assert_msg(ptxsim_launch(ptx, args, 3, &l, &st, why, sizeof why), "cluster %d: %s", cluster,
                 why);
@@ -422,7 +422,7 @@ static void grid_init(Grid *g) {
   g->args[1] = ptr_arg(g->pairs, sizeof g->pairs);
   g->args[2] = ptr_arg(g->gen, sizeof g->gen);
   g->args[3] = ptr_arg(g->x, sizeof g->x);
-  g->launch = (PtxsimLaunch){GRID_CTAS, GRID_CTAS, g->workspace, sizeof g->workspace, 0};
+  g->launch = (PtxsimLaunch){GRID_CTAS, GRID_CTAS, g->workspace, sizeof g->workspace, 0, 0};
 }
 
 START_TEST(grid_barrier_twice) {
@@ -525,7 +525,7 @@ START_TEST(workspace_must_match_the_kernel) {
   float x[32] = {0}, out[64];
   tj_arg args[2] = {ptr_arg(out, sizeof out), ptr_arg(x, sizeof x)};
   ptx = with(cluster_pull, "CLUSTER", 2);
-  PtxsimLaunch l = {2, 2, g.workspace, sizeof g.workspace, 0};
+  PtxsimLaunch l = {2, 2, g.workspace, sizeof g.workspace, 0, 0};
   ck_assert(!ptxsim_launch(ptx, args, 2, &l, NULL, why, sizeof why));
   ck_assert_msg(strstr(why, "workspace"), "%s", why);
   free(ptx);
@@ -561,7 +561,7 @@ START_TEST(workspace_bounds) {
   float out[32], *workspace = memory.workspace;
   for (int i = 0; i < 16; i++) workspace[i] = (float)i;
   tj_arg args[1] = {ptr_arg(out, sizeof out)};
-  PtxsimLaunch l = {1, 1, workspace, sizeof memory.workspace, 0};
+  PtxsimLaunch l = {1, 1, workspace, sizeof memory.workspace, 0, 0};
   char *ptx = with(workspace_read, "OFFSET", 60), why[512];
   ck_assert_msg(ptxsim_launch(ptx, args, 1, &l, NULL, why, sizeof why), "%s", why);
   ck_assert(out[31] == 15.0f);
@@ -651,7 +651,7 @@ START_TEST(cluster_errors_are_reported) {
   uint32_t workspace[4] = {0};
   tj_arg args[1] = {ptr_arg(out, sizeof out)};
   bool ws = strstr(cluster_errors[_i].ptx, "tj_workspace") != NULL;
-  PtxsimLaunch l = {2, 2, ws ? workspace : NULL, ws ? sizeof workspace : 0, 0};
+  PtxsimLaunch l = {2, 2, ws ? workspace : NULL, ws ? sizeof workspace : 0, 0, 0};
   char why[1024];
   ck_assert_msg(!ptxsim_launch(cluster_errors[_i].ptx, args, 1, &l, NULL, why, sizeof why),
                 "%s: ran without error", cluster_errors[_i].name);
@@ -694,7 +694,7 @@ START_TEST(cta_errors_are_reported) {
   tj_arg args[1] = {ptr_arg(out, sizeof out)};
   char why[1024];
   PtxsimStats st;
-  PtxsimLaunch l = {1, 1, NULL, 0, 0};
+  PtxsimLaunch l = {1, 1, NULL, 0, 0, 0};
   ck_assert_msg(!ptxsim_launch(cta_errors[_i].ptx, args, 1, &l, &st, why, sizeof why),
                 "case %d ran without error", _i);
   ck_assert_msg(strstr(why, cta_errors[_i].needle), "case %d: message '%s' lacks '%s'", _i, why,
@@ -748,7 +748,7 @@ START_TEST(atomics_in_every_spelling) {
   tj_arg args[2] = {ptr_arg(cells, sizeof cells), ptr_arg(olds, sizeof olds)};
   char why[512];
   PtxsimStats st;
-  PtxsimLaunch l = {1, 1, NULL, 0, 0};
+  PtxsimLaunch l = {1, 1, NULL, 0, 0, 0};
   ck_assert_msg(ptxsim_launch(atomics, args, 2, &l, &st, why, sizeof why), "%s", why);
   uint64_t wide[3];
   memcpy(wide, &cells[6], sizeof wide[0]);
@@ -1066,7 +1066,7 @@ START_TEST(stats_count_bytes) {
   (void)args[3];
   char why[512];
   PtxsimStats st;
-  PtxsimLaunch l = {4, 4, NULL, 0, 0};
+  PtxsimLaunch l = {4, 4, NULL, 0, 0, 0};
   ck_assert_msg(ptxsim_launch(two_passes, args, 3, &l, &st, why, sizeof why), "%s", why);
   for (int i = 0; i < 128; i++) ck_assert(y[i] == 2 * input(i));
   ck_assert_uint_eq(count, 128);

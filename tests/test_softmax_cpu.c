@@ -433,48 +433,64 @@ static tj_softmax_plan plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n,
   return plan;
 }
 
-#define ASSERT_PLAN(p, w, b, nw, c, sp)                                                            \
+#define ASSERT_PLAN_STAGE(p, w, b, nw, c, sp, st)                                                  \
   do {                                                                                             \
     ck_assert_int_eq((p).which, (w));                                                              \
     ck_assert_int_eq((p).block, (b));                                                              \
     ck_assert_int_eq((p).num_warps, (nw));                                                         \
     ck_assert_int_eq((p).cluster, (c));                                                            \
     ck_assert_int_eq((p).split, (sp));                                                             \
+    ck_assert_int_eq((p).stage, (st));                                                             \
   } while (0)
+#define ASSERT_PLAN(p, w, b, nw, c, sp) ASSERT_PLAN_STAGE(p, w, b, nw, c, sp, 0)
+#define ASSERT_STAGED(p, b, c, sp) ASSERT_PLAN_STAGE(p, TJ_SOFTMAX_SINGLE, b, 8, c, sp, 32)
 
 /* The strategy (softmax_plan.c) for the shapes it distinguishes. */
 START_TEST(plan_for_every_kind_of_shape) {
   const tj_softmax_template S = TJ_SOFTMAX_SINGLE;
-  /* Rows up to 32768: one CTA, the warps of the table, on any arch. */
+  /* Rows up to 32768 (under 64 KiB): one CTA, the warps of the table, on
+   * any arch; a few rows of 64 KiB too. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 1000, NULL), S, 1024, 4, 1, 1);
   ASSERT_PLAN(plan_of(80, TJ_DTYPE_BF16, 1, 32768, NULL), S, 32768, 32, 1, 1);
-  /* Wide rows, enough of them (sm_90): a cluster of CTAs at 64 elements a
-   * thread, 128 threads while 8 of them hold the row, else 256, at most 16
-   * CTAs; wider, a grid split of 512-thread CTAs that hold the row. */
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 4, 8, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), S, 40960, 4, 5, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 512, 131072, NULL), S, 131072, 8, 8, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), S, 262144, 8, 16, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 32768, NULL), S, 32768, 32, 1, 1);
   /* ... where softmax_tuning.inc has a measured line, its warps (sm_90). */
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, NULL), S, 32768, 16, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 4096, 8192, NULL), S, 8192, 4, 1, 1);
   ASSERT_PLAN(plan_of(80, TJ_DTYPE_BF16, 4096, 8192, NULL), S, 8192, 16, 1, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), S, 524288, 16, 1, 32);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, NULL), S, 1 << 20, 16, 1, 64);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), S, 32768, 32, 1, 1);
-  /* Few rows: the grid level fills the device (132 SMs, two 512-thread CTAs
-   * each); a row over a quarter of L2 takes all of them, and one they
-   * cannot hold streams through 1024-thread CTAs. BLOCK is whole vectors of
-   * every thread, where that is below the next power of two. */
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000000, NULL), S, 1 << 20, 16, 1, 264);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), S, 1 << 20, 16, 1, 66);
+  /* Rows of 64 KiB and more, enough of them: staged, 256-thread CTAs
+   * holding at most 64 KiB each in shared memory, one a row or a cluster
+   * (sm_90 and later). */
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, NULL), 32768, 1, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), 32768, 2, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), 43008, 3, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 512, 131072, NULL), 131072, 8, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), 262144, 8, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 16, 1);
+  ASSERT_STAGED(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
+  /* Wider, or few rows, or no clusters (sm_80): over the grid, at least
+   * the CTAs of 64 KiB the row needs, as many as fill the device (132 SMs,
+   * three such CTAs each) when rows are few. */
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, NULL), 1 << 20, 1, 64);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1, 1000000, NULL), 1 << 20, 1, 256);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), 1013760, 1, 99);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 1, 10000000, NULL), 10485760, 1, 256);
+  ASSERT_STAGED(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 1, 4);
+  /* Rows no 256 staged CTAs hold (over 96 KiB each): the grid level of
+   * 512-thread CTAs that hold the row in registers; one they cannot hold
+   * streams through 1024-thread CTAs, reading x twice. BLOCK is whole
+   * vectors of every thread, where that is below the next power of two. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL), S, 10272768, 32, 1, 132);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL), S, 50823168, 32, 1, 132);
-  /* No clusters before sm_90: the grid level (A100: 108 SMs), 16 elements a
-   * thread; sm_100 clusters at 16 too. */
-  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 1, 8);
   ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL), S, 1 << 22, 32, 1, 108);
-  ASSERT_PLAN(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 8, 1);
+  /* Before sm_80 nothing is staged: clusters do not exist, the grid level
+   * holds the row (sm_75: 40 SMs). */
+  ASSERT_PLAN(plan_of(75, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 1, 8);
+  /* STAGE -1: the plans without staging, for the shapes above. */
+  tj_softmax_options none = {.stage = -1};
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, &none), S, 65536, 4, 8, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, &none), S, 32768, 16, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000000, &none), S, 1 << 20, 16, 1, 264);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, &none), S, 1 << 20, 16, 1, 64);
   /* The options win. */
   tj_softmax_options o = {.which_template = TJ_SOFTMAX_ONLINE};
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 100003, &o), TJ_SOFTMAX_ONLINE, TJ_SOFTMAX_CHUNK, 8, 1, 1);
@@ -491,7 +507,7 @@ START_TEST(plan_for_every_kind_of_shape) {
    * a BLOCK that fits what is left: a multiple of the threads' vectors, or a power
    * of two if that is less (before, 9 x 40000 through NVRTC kept 59392 for
    * 7168 threads, and specialize refused it). */
-  tj_softmax_plan shrunk = plan_of(90, TJ_DTYPE_F32, 9, 40000, NULL);
+  tj_softmax_plan shrunk = plan_of(90, TJ_DTYPE_F32, 9, 40000, &none);
   ASSERT_PLAN(shrunk, S, 59392, 16, 1, 29);
   shrunk.split = 14;
   rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000);
@@ -502,12 +518,13 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* A NULL device plans for the nominal sm_90. */
   tj_softmax_plan p;
   ck_assert_int_eq(tj_softmax_plan_for(NULL, TJ_DTYPE_F32, 1024, 65536, NULL, &p), TJ_OK);
-  ASSERT_PLAN(p, S, 65536, 4, 8, 1);
+  ASSERT_STAGED(p, 65536, 4, 1);
   /* Its specialization options. */
   tj_spec_options so;
   ck_assert_int_eq(tj_softmax_spec_options(&p, TJ_DTYPE_BF16, 40000, &so), TJ_OK);
   ck_assert(so.n == 40000 && so.block == 65536 && so.dtype == TJ_DTYPE_BF16 &&
-            so.num_warps == 4 && so.cluster == 8 && so.split == 1 && so.align == 0);
+            so.num_warps == 8 && so.cluster == 4 && so.split == 1 && so.align == 0 &&
+            so.stage == 32);
   /* The programs. */
   tj_program *prog = NULL;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_AUTO, 40000, &prog), TJ_OK);

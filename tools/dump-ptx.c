@@ -45,7 +45,7 @@ typedef struct Options {
   const char *ir_file;
   int which; /* tj_softmax_template */
   int64_t n, m, block;
-  int warps, align, arch, backend, cluster, split;
+  int warps, align, arch, backend, cluster, split, stage;
   int dtype; /* tj_dtype */
   int emit;  /* Emit */
   int annotate, validate, phased;
@@ -90,6 +90,9 @@ static const CliOption option_table[] = {
      .help = "CLUSTER: CTAs of a cluster per row (sm_90; default 1)"},
     {.name = "split", .kind = CLI_INT, .offset = AT(split), .lo = 1, .hi = 1024, .value = "S",
      .help = "SPLIT: clusters (or CTAs) of the grid per row (default 1)"},
+    {.name = "stage", .kind = CLI_INT, .offset = AT(stage), .lo = -1, .hi = 128, .value = "K",
+     .help = "STAGE: a thread holds K elements at a time, the row kept in shared memory "
+             "(softmax: default the plan's, -1 none; --ir: default none)"},
     {.name = "emit", .kind = CLI_CHOICE, .offset = AT(emit), .choices = emit_names,
      .value = "WHAT", .help = "ptx, ir or cuda (the NVRTC backend's C); default ptx"},
     {.name = "backend", .kind = CLI_CHOICE, .offset = AT(backend), .choices = backend_names,
@@ -167,7 +170,8 @@ static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options 
   tj_softmax_options options = {.num_warps = o->warps,
                                 .which_template = (tj_softmax_template)o->which,
                                 .cluster = o->cluster,
-                                .split = o->split};
+                                .split = o->split,
+                                .stage = o->stage};
   tj_softmax_plan plan;
   tj_status st = tj_device_nominal(o->arch, &device);
   if (st == TJ_OK)
@@ -280,6 +284,7 @@ int main(int argc, char **argv) {
     so.num_warps = o.warps;
     so.cluster = o.cluster;
     so.split = o.split;
+    so.stage = o.stage > 0 ? o.stage : 0;
   }
   so.align = o.align;
   so.phased = o.phased;

@@ -5,7 +5,7 @@
  *   tj-bench --codegen   [--iters K] [--arch sm_XX] [--csv FILE]
  *   tj-bench --bandwidth [--set large|small|wide|huge|all | --n LIST] [--m M]
  *                        [--dtype f32|f16|bf16|all] [--backend ptx|nvrtc|both]
- *                        [--warps W] [--cluster C] [--split S] [--template T]
+ *                        [--warps W] [--cluster C] [--split S] [--stage K] [--template T]
  *                        [--reps K] [--csv FILE]
  *   tj-bench --latency   [--warps W] [--cluster C] [--split S] [--template T]
  *                        [--csv FILE]
@@ -131,7 +131,7 @@ typedef struct Options {
   int masked;      /* --masked: tj_masked_softmax (masked_of) instead */
   const char *csv_path;
   int which_template;      /* --template, for plan */
-  tj_softmax_options plan; /* --warps, --cluster, --split, --template (backend unused) */
+  tj_softmax_options plan; /* --warps, --cluster, --split, --stage, --template (backend unused) */
 } Options;
 
 typedef struct Shape {
@@ -1216,6 +1216,10 @@ static const CliOption option_table[] = {
      .modes = PLAN, .value = "C", .help = "CTAs of a cluster per row, in the plan"},
     {.name = "split", .kind = CLI_INT, .offset = AT(plan.split), .lo = 1, .hi = 1024,
      .modes = PLAN, .value = "S", .help = "clusters (or CTAs) of the grid per row, in the plan"},
+    {.name = "stage", .kind = CLI_INT, .offset = AT(plan.stage), .lo = -1, .hi = 128,
+     .modes = PLAN, .value = "K",
+     .help = "STAGE of the plan: elements a thread holds at a time, the row kept in shared "
+             "memory (-1: none)"},
     {.name = "template", .kind = CLI_CHOICE, .offset = AT(which_template),
      .choices = template_choices, .modes = PLAN, .value = "T",
      .help = "auto, single or online, in the plan"},
@@ -1241,7 +1245,7 @@ static const CliOption option_table[] = {
 static const CliTool tool = {
     .name = "tj-bench",
     .usage = "tj-bench [--bandwidth | --latency | --all | --codegen | --warm-start] [options]",
-    .about = "--warps, --cluster, --split and --template override tj_softmax's plan\n"
+    .about = "--warps, --cluster, --split, --stage and --template override tj_softmax's plan\n"
              "(tj_softmax_options). Only --codegen runs without a CUDA driver and GPU.\n",
     .options = option_table,
     .count = sizeof option_table / sizeof option_table[0],

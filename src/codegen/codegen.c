@@ -61,11 +61,12 @@ static void entry_name(const tj_program *p, char *out, size_t size) {
 /* The prologue template with its @NAME@ placeholders filled in. */
 static void prologue(const CgCtx *c, TjBuf *out) {
   const CgArch *a = cg_arch_find(c->arch);
-  char version[16], comment[256];
+  char version[16], comment[256], stage[24] = "";
   snprintf(version, sizeof version, "%d.%d", c->ptx / 10, c->ptx % 10);
-  snprintf(comment, sizeof comment, "%s DTYPE=%s BLOCK=%lld NUM_WARPS=%d ALIGN=%d%s", c->p->name,
+  if (c->spec->stage) snprintf(stage, sizeof stage, " STAGE=%d", c->spec->stage);
+  snprintf(comment, sizeof comment, "%s DTYPE=%s BLOCK=%lld NUM_WARPS=%d ALIGN=%d%s%s", c->p->name,
            ir_dtype_name(c->spec->dtype), (long long)c->spec->block, c->spec->num_warps,
-           c->spec->align, c->spec->phased ? " PHASE=1" : "");
+           c->spec->align, c->spec->phased ? " PHASE=1" : "", stage);
   const char *names[] = {"@VERSION@", "@TARGET@", "@PROGRAM@"};
   const char *values[] = {version, a->target, comment};
   for (const char *s = tj_template_ptx_prologue; *s;) {
@@ -106,7 +107,8 @@ static void entry(const CgCtx *c, const char *name, TjBuf *out) {
   buf_printf(out, "\t.param .u64 tj_programs\n)\n.reqntid %d, 1, 1\n", g->threads);
   int ctas = cg_min_ctas_per_sm(c);
   if (ctas) buf_printf(out, ".minnctapersm %d\n", ctas);
-  if (g->cluster > 1) buf_printf(out, ".explicitcluster\n.reqnctapercluster %d, 1, 1\n", g->cluster);
+  if (g->cluster > 1)
+    buf_printf(out, ".explicitcluster\n.reqnctapercluster %d, 1, 1\n", g->cluster);
   buf_puts(out, "{\n");
 }
 
@@ -115,9 +117,14 @@ static char *assemble(CgCtx *c, char *name, size_t size) {
   buf_init(&out);
   entry_name(c->p, name, size);
   prologue(c, &out);
+  /* More than a CTA gets unasked: sized at launch (tj_launch_shape), and
+   * declared at module scope, as PTX requires of an .extern. */
+  if (c->shared.bytes > CG_STATIC_SHARED_MAX)
+    buf_puts(&out, ".extern .shared .align 16 .b8 tj_smem[];\n\n");
   entry(c, name, &out);
   cg_declarations(&c->em, &out);
-  if (c->shared.bytes) buf_printf(&out, "\t.shared .align 16 .b8 tj_smem[%d];\n", c->shared.bytes);
+  if (c->shared.bytes > 0 && c->shared.bytes <= CG_STATIC_SHARED_MAX)
+    buf_printf(&out, "\t.shared .align 16 .b8 tj_smem[%d];\n", c->shared.bytes);
   buf_puts(&out, "\n");
   buf_puts(&out, c->em.body.data ? c->em.body.data : "");
   buf_puts(&out, "}\n");
@@ -144,7 +151,9 @@ static void fill_info(const CgCtx *c, const char *name, tj_kernel_info *info) {
   info->shape.programs_per_cta = g->programs;
   info->shape.cluster = g->cluster;
   info->shape.ctas_per_program = g->cluster * g->split;
-  info->shape.shared_bytes = c->shared.bytes;
+  bool dynamic = c->shared.bytes > CG_STATIC_SHARED_MAX;
+  info->shape.shared_bytes = dynamic ? 0 : c->shared.bytes;
+  info->shape.dynamic_shared_bytes = dynamic ? c->shared.bytes : 0;
   info->shape.cooperative = g->split > 1;
   info->shape.all_ctas = !has_loop(c->p) && g->split == 1;
   info->shape.workspace_bytes = g->split > 1 ? c->ws.block : 0;

@@ -178,6 +178,7 @@ typedef struct CgGeometry {
 #define CG_MAX_CLUSTER  16   /* CTAs in a cluster (above 8: the non-portable sizes) */
 #define CG_MAX_LAYOUTS  16
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
+#define CG_STATIC_SHARED_MAX 49152 /* more shared memory is declared .extern, sized at launch */
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
 
 /* A tile of len elements: the thread with index `lane` (geometry.c) owns
@@ -395,11 +396,15 @@ typedef struct CgStream {
   int pieces;
   int64_t step;
   int phases;
-  int *phase; /* per instruction */
+  int *phase;   /* per instruction */
+  int current;  /* the phase being lowered */
+  int *stash;   /* STAGE: per load, its pieces' offset in tj_smem, or -1 */
+  int *fetched; /* STAGE: per stashed load, the phase that reads memory, or -1 */
 } CgStream;
 
 /* Tile elements a thread keeps in registers at most (32768 / T, at most
- * CG_MAX_SLOTS); a wider tile is streamed where the program allows. */
+ * CG_MAX_SLOTS, at most STAGE); a wider tile is streamed where the program
+ * allows. */
 int cg_stream_limit(const CgCtx *c);
 /* Decides whether the widest tile is streamed, its pieces, and the phases. */
 tj_status cg_plan_stream(CgCtx *c);
@@ -409,6 +414,13 @@ bool cg_stream_per_piece(const CgCtx *c, int i);
 void cg_lower_streamed(CgCtx *c);
 /* The reductions in the order they combine across threads; their count. */
 int cg_stream_order(const CgCtx *c, int *order);
+/* STAGE: whether load inst reads its piece back from shared memory (a
+ * later phase than the one that loaded it), and the moves either way. */
+bool cg_stash_holds(CgCtx *c, int inst);
+void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots);
+void cg_stash_read(CgCtx *c, int inst, CgOperand *slots);
+/* The most shared memory a CTA of the arch may have (with the opt-in). */
+int cg_max_shared(int arch);
 
 /* -------------------------------------------------------------- lower.c */
 

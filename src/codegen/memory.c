@@ -52,14 +52,14 @@ typedef struct Access {
   CgOperand ptr;
   int offsets, mask; /* values (mask: IR_NONE when there is none) */
   bool affine, monotone;
-  CgOperand addr0;  /* affine: address of the thread's first element */
-  CgOperand *addrs; /* otherwise: per slot */
-  bool remat;       /* the mask is computed again here (a monotone tile mask) */
-  bool wraps;       /* affine on a phased layout: slots below VEC may wrap (phase.c) */
+  CgOperand addr0;   /* affine: address of the thread's first element */
+  CgOperand *addrs;  /* otherwise: per slot */
+  bool remat;        /* the mask is computed again here (a monotone tile mask) */
+  bool wraps;        /* affine on a phased layout: slots below VEC may wrap (phase.c) */
   CgOperand aligned; /* phased vectors: this access's vectors are aligned */
-  bool has_w0;      /* phased vectors: lane 0's first vector wraps when w0 holds */
+  bool has_w0;       /* phased vectors: lane 0's first vector wraps when w0 holds */
   CgOperand w0;
-  int nfirst;       /* affine tiles of the mask: value, t*VEC + start */
+  int nfirst; /* affine tiles of the mask: value, t*VEC + start */
   int first_of[4];
   CgOperand first[4];
 } Access;
@@ -466,8 +466,8 @@ static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperan
   int k = q * a->chunk + v;
   Where w[2];
   for (int i = 0, n = where(a, pred, k, w); i < n; i++)
-    cg_line(&a->c->em, "%sld.global.%s %s, %s;", prefix(w[i].pred).s, scalar_type(a),
-            CG_N(dst[k]), w[i].address.s);
+    cg_line(&a->c->em, "%sld.global.%s %s, %s;", prefix(w[i].pred).s, scalar_type(a), CG_N(dst[k]),
+            w[i].address.s);
 }
 
 static void load_vectors(Access *a, CgOperand *dst) {
@@ -508,10 +508,9 @@ static void load_elements(Access *a, CgOperand *dst) {
   for (int k = 0; k < slots; k++) load_element(a, p[k].full, k, 0, dst);
 }
 
-void cg_lower_load(CgCtx *c, int inst) {
+static void load_from_memory(CgCtx *c, int inst, CgVal *r) {
   Access a;
   setup(&a, c, inst, 2);
-  CgVal *r = &c->vals[c->p->insts[inst].result];
   if (!cg_ok(c) || !(r->slots = cg_new_slots(c, a.l->slots))) return;
   for (int k = 0; k < a.l->slots; k++) r->slots[k] = cg_reg_of(c, a.elem);
   int label = misaligned_branch(&a);
@@ -520,6 +519,23 @@ void cg_lower_load(CgCtx *c, int inst) {
   if (label >= 0) misaligned_path(&a, label);
   load_elements(&a, r->slots);
   if (label >= 0) cg_raw(&c->em, "$Lvectors_%d:\n", label);
+}
+
+/* A staged load (stream.c) reads memory in its first phase, keeping the
+ * piece in shared memory, and reads it back from there in later ones. */
+void cg_lower_load(CgCtx *c, int inst) {
+  const IrInst *in = &c->p->insts[inst];
+  CgVal *r = &c->vals[in->result];
+  if (cg_stash_holds(c, inst)) {
+    int slots = cg_layout_of(c, in->args[1])->slots;
+    if (!(r->slots = cg_new_slots(c, slots))) return;
+    tj_elem elem = (tj_elem)c->p->types[in->args[0]].elem;
+    for (int k = 0; k < slots; k++) r->slots[k] = cg_reg_of(c, elem);
+    cg_stash_read(c, inst, r->slots);
+    return;
+  }
+  load_from_memory(c, inst, r);
+  if (cg_ok(c)) cg_stash_write(c, inst, r->slots);
 }
 
 /* ---- stores ----------------------------------------------------------------- */

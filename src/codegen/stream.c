@@ -32,9 +32,23 @@
  *
  * Non-streamed values (scalars, pointers, other tile lengths) are computed
  * once, before the loop of their phase.
+ *
+ * STAGE (tj_spec_options.stage) streams a tile wider than STAGE elements a
+ * thread in pieces of STAGE, and keeps every load that more than one phase
+ * needs in shared memory: the first phase that needs it loads it from
+ * memory and stores the piece's registers into the thread's own slots of
+ * its stash, later phases read them back from there instead of loading
+ * again (nothing crosses threads, so no barrier is needed). Each slot holds
+ * exactly what the registers held, masked-off elements' `other` included,
+ * so every phase sees the values the first one did, in place included.
+ * A stash is laid out [piece][unit][thread] in units of up to 16 bytes
+ * (U), so a warp's accesses are contiguous. A CTA then holds its share of
+ * the row on chip with few registers, and several CTAs share an SM: one
+ * loads while another computes (bench/experiments/softmax_staged_rows.cu).
  */
 #include "codegen/codegen.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static bool streamed_value(const CgCtx *c, int v) {
@@ -49,7 +63,8 @@ static bool is_reduce(const IrInst *in) {
  * streamed offsets, or a reduction of a streamed tile. */
 bool cg_stream_per_piece(const CgCtx *c, int i) {
   const IrInst *in = &c->p->insts[i];
-  if (in->op == TJ_OP_STORE || is_reduce(in)) return streamed_value(c, in->args[in->op == TJ_OP_STORE]);
+  if (in->op == TJ_OP_STORE || is_reduce(in))
+    return streamed_value(c, in->args[in->op == TJ_OP_STORE]);
   return streamed_value(c, in->result);
 }
 
@@ -104,6 +119,7 @@ int cg_stream_limit(const CgCtx *c) {
    * and dy: at 32 elements each, a split of 1024-thread CTAs spilled 640
    * bytes at 64 registers on sm_90). */
   if (w >= 0) limit /= cg_tiles_loaded(c->p, c->layouts[w].len);
+  if (c->spec->stage && c->spec->stage < limit) limit = c->spec->stage; /* STAGE: fewer */
   return limit < CG_MAX_SLOTS ? limit : CG_MAX_SLOTS;
 }
 
@@ -159,6 +175,129 @@ static void piece_guards(CgCtx *c) {
     l->rep_guard[j] = cg_and_pred(c, ok, c->geo.inst_valid);
   }
 }
+
+/* ---- staging ----------------------------------------------------------------- */
+
+int cg_max_shared(int arch) {
+  if (arch >= 90 && arch <= 103) return 227 * 1024;
+  if (arch == 80 || arch == 87) return 163 * 1024;
+  if (arch == 75) return 64 * 1024;
+  return 99 * 1024;
+}
+
+static void mark_needed(const CgCtx *c, int ph, uint8_t *need);
+
+/* Bytes of the thread's share of a piece of load i, and its unit (U). */
+static int piece_bytes(const CgCtx *c, int i) {
+  const IrInst *in = &c->p->insts[i];
+  return c->layouts[c->stream.layout].slots * cg_elem_size((tj_elem)c->p->types[in->result].elem);
+}
+
+static int unit_bytes(int bytes) {
+  int u = 16;
+  while (bytes % u) u /= 2;
+  return u;
+}
+
+/* A stash for every streamed load that two phases or more need. */
+static void plan_stash(CgCtx *c, uint8_t *need) {
+  CgStream *st = &c->stream;
+  const tj_program *p = c->p;
+  size_t n = (size_t)p->ninsts + 1;
+  uint8_t *phases = cg_arena_alloc(&c->arena, n);
+  st->stash = cg_arena_alloc(&c->arena, sizeof *st->stash * n);
+  st->fetched = cg_arena_alloc(&c->arena, sizeof *st->fetched * n);
+  if (!phases || !st->stash || !st->fetched) {
+    cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+    return;
+  }
+  memset(phases, 0, n);
+  for (int ph = 0; ph < st->phases; ph++) {
+    mark_needed(c, ph, need);
+    for (int i = 0; i < p->ninsts; i++) phases[i] += need[i] && p->insts[i].op == TJ_OP_LOAD;
+  }
+  for (int i = 0; i < p->ninsts; i++) {
+    st->stash[i] = st->fetched[i] = -1;
+    if (phases[i] < 2) continue;
+    int at = (c->shared.bytes + 15) / 16 * 16;
+    st->stash[i] = at;
+    c->shared.bytes = at + piece_bytes(c, i) * c->geo.threads * st->pieces;
+  }
+  if (c->shared.bytes > cg_max_shared(c->arch))
+    cg_fail(c, TJ_ERR_UNSUPPORTED,
+            "codegen: STAGE %d keeps %d bytes of shared memory a CTA, more than sm_%d allows "
+            "(%d): a larger STAGE, more threads, or a cluster or split",
+            c->spec->stage, c->shared.bytes, c->arch, cg_max_shared(c->arch));
+}
+
+bool cg_stash_holds(CgCtx *c, int inst) {
+  CgStream *st = &c->stream;
+  if (!c->streamed || !st->stash || st->stash[inst] < 0) return false;
+  if (st->fetched[inst] < 0) st->fetched[inst] = st->current;
+  return st->fetched[inst] != st->current;
+}
+
+/* The thread's first unit of the piece being lowered: tj_smem + stash +
+ * ((piece * units) * T + tid) * U, piece = piece_start / step. */
+static CgOperand stash_address(CgCtx *c, int inst, int unit, int units) {
+  CgEmit *e = &c->em;
+  CgOperand smem = cg_reg(e, CG_B32), mine = cg_reg(e, CG_B32), piece = cg_reg(e, CG_B32);
+  CgOperand at = cg_reg(e, CG_B32);
+  cg_line(e, "mov.u32 %s, tj_smem;", CG_N(smem));
+  cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(mine), CG_N(c->geo.tid), unit, CG_N(smem));
+  cg_line(e, "div.u32 %s, %s, %lld;", CG_N(piece), CG_N(c->piece_start), (long long)c->stream.step);
+  cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(at), CG_N(piece), units * unit * c->geo.threads,
+          CG_N(mine));
+  cg_line(e, "add.u32 %s, %s, %d;", CG_N(at), CG_N(at), c->stream.stash[inst]);
+  return at;
+}
+
+static const char *class_type(CgClass cls) {
+  return cls == CG_F32 ? "f32" : cls == CG_B64 ? "b64" : cls == CG_B16 ? "b16" : "b32";
+}
+
+/* Moves the piece's registers to (store) or from its stash, unit by unit;
+ * 16-bit elements travel in b32 words of two. */
+static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to) {
+  bool store = from != NULL;
+  const CgOperand *slots = store ? from : to;
+  int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes), units = bytes / unit;
+  int esize = bytes / c->layouts[c->stream.layout].slots, per = unit / esize;
+  bool pairs = esize == 2 && per > 1;
+  int words = pairs ? per / 2 : per;
+  CgOperand at = stash_address(c, inst, unit, units);
+  for (int u = 0; u < units; u++) {
+    CgOperand w[4] = {{0}};
+    char list[160] = "", vec[16] = "";
+    for (int k = 0; k < words; k++) {
+      w[k] = pairs ? cg_reg(&c->em, CG_B32) : slots[u * per + k];
+      if (pairs && store)
+        cg_line(&c->em, "mov.b32 %s, {%s, %s};", CG_N(w[k]), CG_N(slots[u * per + 2 * k]),
+                CG_N(slots[u * per + 2 * k + 1]));
+      CgName name = cg_name(w[k]);
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", name.s);
+    }
+    if (words > 1) snprintf(vec, sizeof vec, "v%d.", words);
+    const char *type = class_type(w[0].cls);
+    const char *open = words > 1 ? "{" : "", *close = words > 1 ? "}" : "";
+    if (store)
+      cg_line(&c->em, "st.shared.%s%s [%s+%d], %s%s%s;", vec, type, CG_N(at),
+              u * unit * c->geo.threads, open, list, close);
+    else
+      cg_line(&c->em, "ld.shared.%s%s %s%s%s, [%s+%d];", vec, type, open, list, close, CG_N(at),
+              u * unit * c->geo.threads);
+    for (int k = 0; k < words && pairs && !store; k++)
+      cg_line(&c->em, "mov.b32 {%s, %s}, %s;", CG_N(to[u * per + 2 * k]),
+              CG_N(to[u * per + 2 * k + 1]), CG_N(w[k]));
+  }
+}
+
+void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots) {
+  if (c->streamed && c->stream.stash && c->stream.stash[inst] >= 0)
+    stash_move(c, inst, slots, NULL);
+}
+
+void cg_stash_read(CgCtx *c, int inst, CgOperand *slots) { stash_move(c, inst, NULL, slots); }
 
 /* ---- lowering ---------------------------------------------------------------- */
 
@@ -228,8 +367,7 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
   if (backward)
     cg_line(&c->em, "setp.ge.s32 %s, %s, 0;", CG_N(more), CG_N(c->piece_start));
   else
-    cg_line(&c->em, "setp.lt.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start),
-            (long long)end);
+    cg_line(&c->em, "setp.lt.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start), (long long)end);
   cg_line(&c->em, "@%s bra.uni $Lpiece_%d;", CG_N(more), label);
   c->piece_start = cg_imm_int(CG_B32, 0);
 }
@@ -265,7 +403,12 @@ void cg_lower_streamed(CgCtx *c) {
     cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
     return;
   }
-  for (int ph = 0; ph < c->stream.phases && cg_ok(c); ph++) lower_phase(c, ph, need, run);
+  c->stream.stash = NULL;
+  if (c->spec->stage) plan_stash(c, need);
+  for (int ph = 0; ph < c->stream.phases && cg_ok(c); ph++) {
+    c->stream.current = ph;
+    lower_phase(c, ph, need, run);
+  }
 }
 
 /* The order in which reductions combine across threads: phase by phase,

@@ -269,6 +269,7 @@ struct tj_spec {
   int cluster; /* CLUSTER, >= 1 */
   int split;   /* SPLIT, >= 1 */
   bool phased; /* vectors from each instance's own 16-byte phase (tj_spec_options) */
+  int stage;   /* STAGE, 0: none (tj_spec_options) */
   char error[TJ_ERROR_MAX];
 };
 

@@ -6,9 +6,10 @@
  *
  * The result carries a key: one printable line holding tilejit's version, a
  * hash of the program's canonical text and every bound value, e.g.
- *   tilejit 0.1.0|softmax#1f2e3d4c5b6a7988|DTYPE=f32|BLOCK=1024|NUM_WARPS=4|ALIGN=16|CLUSTER=1|SPLIT=1
- * (|PHASE=1 follows for a phased specialization) and the key's 64-bit
- * FNV-1a hash. The runtime adds arch, ISA, backend and
+ *   tilejit 0.1.0|softmax#1f2e3d4c5b6a7988|DTYPE=f32|BLOCK=1024|NUM_WARPS=4|
+ *   ALIGN=16|CLUSTER=1|SPLIT=1
+ * on one line (|PHASE=1 follows for a phased specialization, |STAGE=k for
+ * a staged one) and the key's 64-bit FNV-1a hash. The runtime adds arch, ISA, backend and
  * context to it to form its cache key.
  */
 #include "ir/ir.h"
@@ -39,28 +40,35 @@ static int warps_for(const tj_spec_options *o, int64_t block) {
 static tj_status check_options(tj_program *p, const tj_spec_options *o) {
   if ((unsigned)o->dtype >= TJ_DTYPE_COUNT)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: unknown dtype %d", (int)o->dtype);
-  if (o->n < 0) return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: negative n (%lld)", (long long)o->n);
+  if (o->n < 0)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: negative n (%lld)", (long long)o->n);
   if (o->block < 0 || o->block > IR_MAX_TILE)
-    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: BLOCK %lld is not in [1, 2^30]", (long long)o->block);
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: BLOCK %lld is not in [1, 2^30]",
+                   (long long)o->block);
   if (!o->block && o->n > IR_MAX_TILE)
-    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: n %lld needs a BLOCK over 2^30", (long long)o->n);
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: n %lld needs a BLOCK over 2^30",
+                   (long long)o->n);
   if (o->num_warps && (!is_pow2(o->num_warps) || o->num_warps > 32))
-    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: num_warps %d is not 1, 2, 4, 8, 16 or 32", o->num_warps);
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT,
+                   "specialize: num_warps %d is not 1, 2, 4, 8, 16 or 32", o->num_warps);
   if (o->cluster < 0 || o->cluster > 16)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: cluster %d is not 0 to 16", o->cluster);
   if (o->split < 0 || o->split > 1024)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: split %d is not 0 to 1024", o->split);
   /* A BLOCK that is no power of two gives every thread of the instance the
    * same share (the softmax plan's exact tiles for rows over CTAs). */
-  int64_t threads = 32LL * warps_for(o, o->block) *
-                    (o->cluster > 0 ? o->cluster : 1) * (o->split > 0 ? o->split : 1);
+  int64_t threads = 32LL * warps_for(o, o->block) * (o->cluster > 0 ? o->cluster : 1) *
+                    (o->split > 0 ? o->split : 1);
   if (o->block && !is_pow2(o->block) && o->block % threads != 0)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT,
                    "specialize: BLOCK %lld is neither a power of two nor a multiple of the %lld "
                    "threads of an instance (32 x NUM_WARPS x CLUSTER x SPLIT)",
                    (long long)o->block, (long long)threads);
+  if (o->stage < 0 || o->stage > 128)
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: stage %d is not 0 to 128", o->stage);
   if (o->align && (!is_pow2(o->align) || o->align > 16))
-    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: align %d is not 1, 2, 4, 8 or 16", o->align);
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: align %d is not 1, 2, 4, 8 or 16",
+                   o->align);
   if (o->binding_count < 0 || (o->binding_count > 0 && !o->bindings))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: bad binding list");
   return TJ_OK;
@@ -79,6 +87,7 @@ static tj_status bind_all(tj_program *p, tj_program *s, const tj_spec_options *o
   spec->split = o->split ? o->split : 1;
   spec->dtype = o->dtype;
   spec->phased = o->phased != 0;
+  spec->stage = o->stage;
   bind(s, TJ_CONST_BLOCK, spec->block);
   bind(s, TJ_CONST_NUM_WARPS, spec->num_warps);
   bind(s, TJ_CONST_ALIGN, spec->align);
@@ -88,14 +97,17 @@ static tj_status bind_all(tj_program *p, tj_program *s, const tj_spec_options *o
     const char *name = o->bindings[i].name;
     int index = name ? ir_const_find(s, name, strlen(name)) : -1;
     if (index < 0)
-      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: unknown constant %s", name ? name : "(NULL)");
+      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: unknown constant %s",
+                     name ? name : "(NULL)");
     if (index < TJ_CONST_BUILTIN_COUNT)
-      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: %s is bound through the options", name);
+      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: %s is bound through the options",
+                     name);
     bind(s, index, o->bindings[i].value);
   }
   for (int i = 0; i < s->nconsts; i++)
     if (!s->consts[i].bound)
-      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: constant %s is not bound", s->consts[i].name);
+      return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: constant %s is not bound",
+                     s->consts[i].name);
   return TJ_OK;
 }
 
@@ -120,7 +132,7 @@ static tj_status substitute(tj_program *p, tj_program *s) {
 
 /* The key, or NULL when out of memory: a hash of part of the text would
  * give two programs one key. */
-static char *make_key(const tj_program *p, tj_program *s, bool phased) {
+static char *make_key(const tj_program *p, tj_program *s, bool phased, int stage) {
   TjBuf text, key;
   buf_init(&text);
   buf_init(&key);
@@ -136,6 +148,7 @@ static char *make_key(const tj_program *p, tj_program *s, bool phased) {
   for (int i = 0; i < s->nconsts; i++)
     buf_printf(&key, "|%s=%lld", s->consts[i].name, (long long)s->consts[i].value);
   if (phased) buf_printf(&key, "|PHASE=1");
+  if (stage) buf_printf(&key, "|STAGE=%d", stage);
   return buf_take(&key); /* NULL if any of it was dropped */
 }
 
@@ -150,7 +163,8 @@ static tj_status build(tj_program *p, const tj_spec_options *o, tj_spec *spec) {
   s->specialized = true;
   if ((st = substitute(p, s)) != TJ_OK) return st;
   if ((st = ir_verify(s)) != TJ_OK) return ir_fail(p, st, "after specialization: %s", s->error);
-  if (!(spec->key = make_key(p, s, spec->phased))) return ir_fail(p, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!(spec->key = make_key(p, s, spec->phased, spec->stage)))
+    return ir_fail(p, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   spec->hash = tj_fnv1a(spec->key, strlen(spec->key), TJ_FNV_SEED);
   return TJ_OK;
 }

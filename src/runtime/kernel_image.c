@@ -27,7 +27,7 @@
 
 #define IMAGE_MAGIC  "TJKI"
 #define IMAGE_FORMAT 1u
-#define INFO_INTS    11
+#define INFO_INTS    12
 
 char *rt_disk_key(tj_context *ctx, const char *spec_key, const RtKeyParts *parts) {
   RtKeyParts any = *parts;
@@ -36,8 +36,8 @@ char *rt_disk_key(tj_context *ctx, const char *spec_key, const RtKeyParts *parts
   if (!base) return NULL;
   TjBuf b;
   buf_init(&b);
-  buf_printf(&b, "%s|src=%s|driver=%d|device=sm_%d", base, tj_source_hash,
-             ctx->info.driver_version, ctx->info.arch);
+  buf_printf(&b, "%s|src=%s|driver=%d|device=sm_%d", base, tj_source_hash, ctx->info.driver_version,
+             ctx->info.arch);
   free(base);
   return buf_take(&b);
 }
@@ -93,7 +93,7 @@ static void info_ints(const tj_kernel_info *info, int32_t *out) {
   int32_t v[INFO_INTS] = {s->threads,          s->programs_per_cta, s->cluster,
                           s->ctas_per_program, s->shared_bytes,     s->all_ctas,
                           s->cooperative,      s->workspace_bytes,  info->arch,
-                          info->ptx_version,   info->param_count};
+                          info->ptx_version,   info->param_count,   s->dynamic_shared_bytes};
   memcpy(out, v, sizeof v);
 }
 
@@ -110,6 +110,7 @@ static void set_info_ints(tj_kernel_info *info, const int32_t *v) {
   info->arch = v[8];
   info->ptx_version = v[9];
   info->param_count = v[10];
+  s->dynamic_shared_bytes = v[11];
 }
 
 void *rt_image_encode(const RtImage *image, size_t *size) {

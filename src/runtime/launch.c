@@ -30,8 +30,8 @@
 
 int64_t rt_launch_ctas(const tj_context *ctx, const tj_kernel *k, int64_t instances) {
   const tj_launch_shape *shape = &k->report.info.shape;
-  int64_t max = k->report.max_ctas < ctx->info.max_grid_x ? k->report.max_ctas
-                                                            : ctx->info.max_grid_x;
+  int64_t max =
+      k->report.max_ctas < ctx->info.max_grid_x ? k->report.max_ctas : ctx->info.max_grid_x;
   if (shape->ctas_per_program > 1) {
     int64_t per = shape->ctas_per_program, units = instances;
     bool capped = shape->cooperative || !shape->all_ctas;
@@ -117,8 +117,16 @@ static CuResult launch_ex(tj_context *ctx, const tj_kernel *k, int64_t ctas, voi
     attrs[count].value.cooperative = 1;
     count++;
   }
-  RtLaunchConfig config = {(unsigned)ctas, 1, 1, (unsigned)shape->threads, 1, 1, 0,
-                           (CuStream)stream, attrs, count};
+  RtLaunchConfig config = {(unsigned)ctas,
+                           1,
+                           1,
+                           (unsigned)shape->threads,
+                           1,
+                           1,
+                           (unsigned)shape->dynamic_shared_bytes,
+                           (CuStream)stream,
+                           attrs,
+                           count};
   return ctx->cu->cuLaunchKernelEx(&config, k->function, params, NULL);
 }
 
@@ -138,8 +146,8 @@ tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t
   if (shape->workspace_bytes > 0) {
     CuDevicePtr ws = 0;
     size_t groups = (size_t)(ctas / shape->ctas_per_program);
-    st = workspace_for(ctx, stream,
-                       TJ_WORKSPACE_COUNTERS + groups * (size_t)shape->workspace_bytes, &ws);
+    st = workspace_for(ctx, stream, TJ_WORKSPACE_COUNTERS + groups * (size_t)shape->workspace_bytes,
+                       &ws);
     if (st != TJ_OK) {
       rt_unbind(ctx, &binding);
       return st;
@@ -148,9 +156,9 @@ tj_status rt_launch(tj_context *ctx, const tj_kernel *k, void **params, uint64_t
   }
   bool ex = shape->cluster > 1 || shape->cooperative;
   CuResult r = ex ? launch_ex(ctx, k, ctas, stream, params)
-                  : ctx->cu->cuLaunchKernel(k->function, (unsigned)ctas, 1, 1,
-                                            (unsigned)shape->threads, 1, 1, 0, (CuStream)stream,
-                                            params, NULL);
+                  : ctx->cu->cuLaunchKernel(
+                        k->function, (unsigned)ctas, 1, 1, (unsigned)shape->threads, 1, 1,
+                        (unsigned)shape->dynamic_shared_bytes, (CuStream)stream, params, NULL);
   rt_unbind(ctx, &binding);
   return r == RT_CUDA_SUCCESS ? TJ_OK
                               : rt_fail_driver(ctx, ex ? "cuLaunchKernelEx" : "cuLaunchKernel", r);

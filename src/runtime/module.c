@@ -206,14 +206,23 @@ static tj_status resident_clusters(tj_context *ctx, tj_kernel *k, int64_t *ctas,
   if (shape->cluster > 8)
     r = cu->cuFuncSetAttribute(k->function, RT_FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
   if (r != RT_CUDA_SUCCESS)
-    return rt_driver_fail(ctx->cu, error, "cuFuncSetAttribute (non-portable cluster size)", r, NULL);
+    return rt_driver_fail(ctx->cu, error, "cuFuncSetAttribute (non-portable cluster size)", r,
+                          NULL);
   RtLaunchAttribute attr;
   memset(&attr, 0, sizeof attr);
   attr.id = RT_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.cluster.x = (unsigned)shape->cluster;
   attr.value.cluster.y = attr.value.cluster.z = 1;
-  RtLaunchConfig config = {(unsigned)shape->cluster, 1, 1, (unsigned)shape->threads, 1, 1, 0,
-                           NULL, &attr, 1};
+  RtLaunchConfig config = {(unsigned)shape->cluster,
+                           1,
+                           1,
+                           (unsigned)shape->threads,
+                           1,
+                           1,
+                           (unsigned)shape->dynamic_shared_bytes,
+                           NULL,
+                           &attr,
+                           1};
   int clusters = 0;
   r = cu->cuOccupancyMaxActiveClusters(&clusters, k->function, &config);
   if (r != RT_CUDA_SUCCESS)
@@ -260,7 +269,18 @@ static tj_status inspect_function(tj_context *ctx, tj_kernel *k, char *error) {
   if (shared > ctx->info.max_shared_per_block)
     return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: %d bytes of shared memory, the device has %d",
                      rep->info.entry, shared, ctx->info.max_shared_per_block);
-  r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->function, threads, 0);
+  /* A staged kernel's shared memory, over the 48 KiB a CTA gets unasked. */
+  int dynamic = rep->info.shape.dynamic_shared_bytes;
+  if (dynamic > 0 && shared + dynamic > ctx->info.max_shared_per_block_optin)
+    return fail_into(error, TJ_ERR_UNSUPPORTED,
+                     "%s: %d bytes of shared memory a CTA, the device allows %d", rep->info.entry,
+                     shared + dynamic, ctx->info.max_shared_per_block_optin);
+  if (dynamic > 0)
+    r = cu->cuFuncSetAttribute(k->function, RT_FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic);
+  if (r != RT_CUDA_SUCCESS)
+    return rt_driver_fail(ctx->cu, error, "cuFuncSetAttribute (dynamic shared memory)", r, NULL);
+  r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->function, threads,
+                                                      (size_t)dynamic);
   if (r != RT_CUDA_SUCCESS)
     return rt_driver_fail(ctx->cu, error, "cuOccupancyMaxActiveBlocksPerMultiprocessor", r, NULL);
   if (per_sm < 1)
@@ -296,8 +316,7 @@ static tj_status read_signature(tj_kernel *k, const char *ptx, bool generated, c
     info->param_count = k->param_count - 1;
   }
   bool wide = true;
-  for (int i = info->param_count; i < k->param_count; i++)
-    wide &= k->param_kind[i] == RT_PARAM_B64;
+  for (int i = info->param_count; i < k->param_count; i++) wide &= k->param_kind[i] == RT_PARAM_B64;
   if (k->param_count != info->param_count + k->hidden_count || !wide)
     return fail_into(error, bad, "%s: %d parameters, expected %d with the .u64 instance count last",
                      info->entry, k->param_count, info->param_count + k->hidden_count);
@@ -448,8 +467,8 @@ typedef struct CompileJob {
   tj_spec *spec; /* generated kernels */
   tj_backend backend;
   const RtKeyParts *parts; /* generated kernels */
-  char *disk_key;           /* made by compile_spec, with a disk cache or dumps */
-  const char *ptx; /* hand-written PTX */
+  char *disk_key;          /* made by compile_spec, with a disk cache or dumps */
+  const char *ptx;         /* hand-written PTX */
   const char *entry;
 } CompileJob;
 

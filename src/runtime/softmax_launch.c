@@ -67,6 +67,8 @@ static tj_status check_options(tj_context *ctx, tj_row_op op, const tj_softmax_o
   if (o->cluster < 0 || o->cluster > 16)
     return invalid(ctx, op, "cluster must be 0 (default) to 16");
   if (o->split < 0 || o->split > 1024) return invalid(ctx, op, "split must be 0 (default) to 1024");
+  if (o->stage < -1 || o->stage > 128)
+    return invalid(ctx, op, "stage must be 0 (default), -1 (none) or 1 to 128");
   return TJ_OK;
 }
 
@@ -156,7 +158,8 @@ static bool same_key(const RtFastKey *a, const RtFastKey *b) {
   return a->n == b->n && a->op == b->op && a->dtype == b->dtype && a->align == b->align &&
          a->phased == b->phased && a->backend == b->backend && a->plan.which == b->plan.which &&
          a->plan.block == b->plan.block && a->plan.num_warps == b->plan.num_warps &&
-         a->plan.cluster == b->plan.cluster && a->plan.split == b->plan.split;
+         a->plan.cluster == b->plan.cluster && a->plan.split == b->plan.split &&
+         a->plan.stage == b->plan.stage;
 }
 
 static RtFastSlot *slot_of(tj_context *ctx, const RtFastKey *k) {
@@ -241,10 +244,13 @@ static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_so
   return st;
 }
 
-/* Halves the cluster, else the split, and fits BLOCK to what is left;
+/* Drops STAGE (whose CTAs, halved, would need twice the shared memory),
+ * else halves the cluster, else the split, and fits BLOCK to what is left;
  * false when there is nothing left. */
 static bool shrink(tj_softmax_plan *plan, tj_dtype dtype, int64_t n) {
-  if (plan->cluster > 1)
+  if (plan->stage)
+    plan->stage = 0;
+  else if (plan->cluster > 1)
     plan->cluster /= 2;
   else if (plan->split > 1)
     plan->split /= 2;

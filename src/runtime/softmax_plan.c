@@ -11,6 +11,10 @@
  *     measured on an H200 in f32; per arch and dtype the measured lines of
  *     softmax_tuning.inc, tools/tj-tune.py's, take precedence): one CTA,
  *     or a lane group, per row;
+ *   - rows of 64 KiB and more (sm_80 and later) are staged where the
+ *     shared memory of one CTA, a cluster or the grid holds them
+ *     (plan_staged): x is read once, three 256-thread CTAs share an SM;
+ *     the rules below are for the rest, and for STAGE -1;
  *   - on sm_90, wider rows with enough of them to fill the device take a
  *     cluster of at most 16 CTAs of 128 or 256 threads at 64 elements a
  *     thread: the row stays on chip, x is read once, and two to four CTAs
@@ -27,6 +31,7 @@
  * archs than sm_90 hold 16 elements a thread (values_per_thread).
  */
 #include "runtime/runtime.h"
+#include "codegen/codegen.h" /* cg_max_shared */
 
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +76,8 @@ tj_status tj_device_nominal(int arch, tj_device_info *out) {
     out->max_threads_per_sm = nominal[i].threads_per_sm;
     out->max_blocks_per_sm = 32;
     out->max_shared_per_block = 48 * 1024;
+    out->max_shared_per_block_optin = cg_max_shared(arch);
+    out->max_shared_per_sm = cg_max_shared(arch) + 1024;
     out->registers_per_sm = 65536;
     out->l2_bytes = nominal[i].l2_mb << 20;
     out->max_grid_x = INT32_MAX;
@@ -89,6 +96,7 @@ static tj_status check(const tj_device_info *d, tj_dtype dtype, int64_t m, int64
     return TJ_ERR_INVALID_ARGUMENT;
   if (o->cluster < 0 || o->cluster > 16 || o->split < 0 || o->split > 1024)
     return TJ_ERR_INVALID_ARGUMENT;
+  if (o->stage < -1 || o->stage > 128) return TJ_ERR_INVALID_ARGUMENT;
   if (d->sm_count < 1) return TJ_ERR_INVALID_ARGUMENT;
   return TJ_OK;
 }
@@ -158,6 +166,66 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
   if (n * (int64_t)elem * 4 > d->l2_bytes) split = most;
   plan->num_warps = threads / 32;
   plan->split = (int)(split < most ? split : most);
+}
+
+/* A row of at least STAGE_MIN_BYTES held elements (its tiles' bytes) on
+ * sm_80 and later is staged (codegen/stream.c): CTAs of STAGE_THREADS
+ * threads each keep their share of it in shared memory, STAGE_VALUES
+ * elements a thread in registers at a time. x is read from memory once, a
+ * CTA needs few registers, and up to three share an SM, so that one loads
+ * while the others compute. Shares of at most STAGE_CTA_BYTES: in one CTA
+ * or a cluster of up to 16 (sm_90) while enough rows fill the device; else,
+ * for rows wider than one CTA's registers hold, over the grid (SPLIT), with
+ * as many CTAs a row as fill the device when rows are few, each share at
+ * most STAGE_CTA_MAX (few rows of at most 32768 stay one CTA a row). A row wider still keeps
+ * the plans above (it streams, reading x twice).
+ * Measured on an H100 (bench/RESULTS.md, 2026-11-25), % of copy, old plan
+ * against staged: one CTA bf16 32768 93.5 / 96.6; clusters f32 65536
+ * 91.1 / 95.9, 262144 80.8 / 90.7, bf16 65536 77.9 / 94.0, 524288 59.6 /
+ * 85.1; over the grid f32 524288 76.6 / 88.5, 2^20 72.3 / 85.4, bf16 2^20
+ * 54.0 / 76.4 (clusters of 16 with a split: 78.2, 74.8, 75.8); one row of
+ * 10^6 f32 62.8 / 73.3, of 10^7 bf16 58.7 / 76.4. Shares of 32 KiB (f32
+ * 65536 in clusters of 8) gave 89.9 and of 128 KiB (2) 83.0, against 95.9
+ * at 64 KiB; one CTA of 128 KiB (f32 32768) 91.2 against 97.1 for two. The
+ * hand-written experiment bench/experiments/softmax_staged_rows.cu showed
+ * the same shape first. */
+#define STAGE_MIN_BYTES (64 * 1024)
+#define STAGE_CTA_BYTES (64 * 1024)
+#define STAGE_CTA_MAX   (96 * 1024)
+#define STAGE_THREADS   256
+#define STAGE_VALUES    32
+
+/* CTAs of STAGE_THREADS threads, each with `bytes` of shared memory, that
+ * the device holds at once (at 64 registers a thread). */
+static int64_t staged_resident(const tj_device_info *d, int64_t bytes) {
+  int64_t per_sm = d->max_shared_per_sm / (bytes + 1024), by_regs = resident(d, STAGE_THREADS, 64);
+  int64_t ctas = per_sm * d->sm_count;
+  return ctas < by_regs ? ctas : by_regs;
+}
+
+static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t held, bool wide,
+                        tj_softmax_plan *plan) {
+  int64_t bytes = held * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
+  if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80 || bytes < STAGE_MIN_BYTES) return;
+  if (d->max_shared_per_block_optin < STAGE_CTA_BYTES + 1024) return;
+  bool clusters = d->arch >= 90 && d->cluster_launch;
+  if (ctas <= (clusters ? MAX_CLUSTER : 1) && m * ctas >= (int64_t)d->sm_count) {
+    plan->cluster = (int)ctas; /* one CTA, or a cluster */
+    plan->split = 1;
+  } else if (wide) {
+    int64_t fill = staged_resident(d, STAGE_CTA_BYTES), rows = m > 0 ? m : 1;
+    int64_t split = fill / rows > ctas ? fill / rows : ctas;
+    if (split > STAGE_THREADS) split = STAGE_THREADS;
+    int64_t share = ceil_div(bytes, split);
+    if (!d->cooperative_launch || share > STAGE_CTA_MAX || staged_resident(d, share) < split)
+      return;
+    plan->cluster = 1;
+    plan->split = (int)split;
+  } else {
+    return; /* few rows one CTA holds: one CTA a row, as above */
+  }
+  plan->num_warps = STAGE_THREADS / 32;
+  plan->stage = STAGE_VALUES;
 }
 
 /* Measured warps for one-CTA rows (softmax_tuning.inc, written by
@@ -234,8 +302,11 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   int elem = ir_dtype_size(dtype), warps = o->num_warps;
   if (wide && !warps) warps = several_tiles_warps(device, elem, n * tiles, tiles);
   if (wide && !o->cluster && !o->split) plan_wide(device, elem, m, n * tiles, warps, plan);
+  bool chosen = o->num_warps || o->cluster || o->split;
+  if (!o->stage && !chosen) plan_staged(device, elem, m, n * tiles, wide, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
+  if (o->stage > 0) plan->stage = o->stage;
   rt_softmax_fit_block(plan, dtype, n);
   return TJ_OK;
 }
@@ -267,5 +338,6 @@ tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, i
   out->num_warps = plan->num_warps;
   out->cluster = plan->cluster;
   out->split = plan->split;
+  out->stage = plan->stage;
   return TJ_OK;
 }
