@@ -464,6 +464,53 @@ START_TEST(a_barrier_in_a_loop_runs_from_the_first_trip) {
 }
 END_TEST
 
+/* A grid split whose instances take one round across CTAs (softmax's fused
+ * max and sum; a row sum) flips its workspace regions with the instance's
+ * parity (reduce.c, flip_grid): no grid barrier before the round, one wait
+ * per round, the parity toggled once per instance. With a loop of its own
+ * the program keeps the planner's barriers (the test above). The simulator
+ * cannot show the race a missing flip would allow, so this checks the PTX;
+ * softmax_over_the_grid runs the kernels. */
+START_TEST(one_round_grids_flip_their_regions) {
+  static const struct {
+    const char *text; /* NULL: softmax */
+    int64_t n;
+    int split, arch;
+  } cases[] = {{NULL, 7000, 5, 80}, {NULL, 33000, 2, 90}, {row_sum, 5000, 3, 80}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tj_program *p;
+    tj_spec *s;
+    if (cases[i].text) {
+      s = specialize_program(cases[i].text, cases[i].n, 1, cases[i].split, 1, &p);
+    } else {
+      tj_spec_options o = {.n = cases[i].n,
+                           .num_warps = 1,
+                           .dtype = TJ_DTYPE_F32,
+                           .align = 16,
+                           .split = cases[i].split};
+      ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, cases[i].n, &p), TJ_OK);
+      ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+    }
+    tj_codegen_options o = {cases[i].arch, 0, 0};
+    char *ptx = NULL;
+    ck_assert_msg(tj_emit_ptx(s, &o, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+    ck_assert_msg(!strstr(ptx, "$Lfirst_"), "case %zu: a grid barrier before the round", i);
+    int waits = 0, flips = 0;
+    for (const char *at = ptx; (at = strstr(at, "$Lgrid_wait_")) != NULL; at++) waits++;
+    for (const char *at = ptx; (at = strstr(at, "xor.b32 ")) != NULL; at++) {
+      const char *end = strchr(at, '\n');
+      flips += end && end - at > 4 && strncmp(end - 4, ", 8;", 4) == 0;
+    }
+    ck_assert_msg(waits == 2, "case %zu: %d grid waits, want one round's (branch and label)", i,
+                  waits);
+    ck_assert_msg(flips == 1, "case %zu: the parity flips %d times an instance", i, flips);
+    tj_free(ptx);
+    tj_spec_destroy(s);
+    tj_program_destroy(p);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ptx_sim_across");
   TCase *t = tcase_create("across");
@@ -474,6 +521,7 @@ static Suite *suite(void) {
   tcase_add_test(t, splits_share_one_workspace);
   tcase_add_test(t, user_programs_split_across_ctas);
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
+  tcase_add_test(t, one_round_grids_flip_their_regions);
   suite_add_tcase(s, t);
   return s;
 }

@@ -131,12 +131,6 @@ static char *assemble(CgCtx *c, char *name, size_t size) {
   return buf_take(&out);
 }
 
-static bool has_loop(const tj_program *p) {
-  for (int i = 0; i < p->ninsts; i++)
-    if (p->insts[i].op == TJ_OP_FOR) return true;
-  return false;
-}
-
 /* all_ctas: kernels without loops are launched one CTA per programs_per_cta
  * instances rather than as a persistent grid: measured on an H200 (softmax,
  * f32, 256 MiB) 5 to 13% faster at every N from 32 to 32768 (README.md).
@@ -155,7 +149,7 @@ static void fill_info(const CgCtx *c, const char *name, tj_kernel_info *info) {
   info->shape.shared_bytes = dynamic ? 0 : c->shared.bytes;
   info->shape.dynamic_shared_bytes = dynamic ? c->shared.bytes : 0;
   info->shape.cooperative = g->split > 1;
-  info->shape.all_ctas = !has_loop(c->p) && g->split == 1;
+  info->shape.all_ctas = !cg_has_loop(c->p) && g->split == 1;
   info->shape.workspace_bytes = g->split > 1 ? c->ws.block : 0;
   info->arch = c->arch;
   info->ptx_version = c->ptx;

@@ -173,6 +173,7 @@ typedef struct CgGeometry {
   CgOperand unit, units;              /* multi-CTA: its group (or cluster), and their count */
   CgOperand count, first, stride, inst, inst_valid;
   CgOperand later; /* multi-CTA: pred, this CTA is past its first instance */
+  CgOperand parity; /* flip_grid: b32, 0 in the CTA's even instances, 8 in its odd ones */
 } CgGeometry;
 
 #define CG_MAX_CLUSTER  16   /* CTAs in a cluster (above 8: the non-portable sizes) */
@@ -406,6 +407,8 @@ typedef struct CgStream {
  * CG_MAX_SLOTS, at most STAGE); a wider tile is streamed where the program
  * allows. */
 int cg_stream_limit(const CgCtx *c);
+/* Whether the program has a counted loop of its own. */
+bool cg_has_loop(const tj_program *p);
 /* Decides whether the widest tile is streamed, its pieces, and the phases. */
 tj_status cg_plan_stream(CgCtx *c);
 /* Whether instruction i runs once per piece. */
@@ -452,6 +455,7 @@ struct CgCtx {
   int32_t *partner; /* per instruction: a fused reduce_max's reduce_sum and back, or -1 */
   bool pairs;       /* some reduction is a fused pair */
   bool streamed;    /* the widest tile is streamed in pieces (stream.c) */
+  bool flip_grid;   /* the grid level's regions flip with each instance (reduce.c) */
   CgStream stream;
   int *stream_order; /* streamed: reductions in the order they combine */
   int nstream_order;

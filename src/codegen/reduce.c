@@ -153,6 +153,26 @@ tj_status cg_find_pairs(CgCtx *c) {
   return TJ_OK;
 }
 
+/* A grid level (SPLIT > 1) in a program without loops of its own, whose
+ * instances each take an odd number of rounds R: the rounds' regions
+ * alternate inside an instance, so the first round of the next would reuse
+ * the region of the last, which another CTA of the group may still be
+ * reading, and would need a grid barrier of its own first (the planner's
+ * extra barrier, from the second instance on). Instead the grid level's
+ * regions flip with the instance's parity (geometry.c keeps it): every
+ * round then uses the other region than the round before it, and the
+ * region it reuses was last read two rounds ago, before the barrier of
+ * the round in between, which this CTA has passed. The CTAs of a group
+ * run the same instances, so they agree on the parity. A grid barrier per
+ * instance fewer: measured on an H100 (bench/RESULTS.md, 2026-11-25). */
+static bool flip_grid(const CgCtx *c) {
+  if (c->geo.split <= 1 || cg_has_loop(c->p)) return false;
+  int rounds = 0;
+  for (int i = 0; i < c->p->ninsts; i++)
+    rounds += is_reduce(&c->p->insts[i]) && !cg_fused_sum(c, i);
+  return rounds % 2 == 1;
+}
+
 tj_status cg_plan_reductions(CgCtx *c) {
   size_t n = (size_t)c->p->ninsts + 1;
   c->sites = cg_arena_alloc(&c->arena, sizeof *c->sites * n);
@@ -168,6 +188,7 @@ tj_status cg_plan_reductions(CgCtx *c) {
     loop(c, 0, c->p->ninsts, 0, false);
     walk(c, 0, c->p->ninsts, 0, true);
   }
+  c->flip_grid = flip_grid(c);
   return TJ_OK;
 }
 

@@ -43,7 +43,8 @@
  * Both levels use two regions, alternating as reduce.c plans; where both
  * may still be read, an extra barrier of the level's own kind comes first:
  * always where a loop's merge needs it in the first instance, else only
- * from the CTA's second instance on (extra_barrier).
+ * from the CTA's second instance on (extra_barrier). A grid level whose
+ * regions flip with the instance's parity (reduce.c, flip_grid) needs none.
  */
 #include "codegen/codegen.h"
 
@@ -198,6 +199,14 @@ static GridAddresses grid_addresses(CgCtx *c) {
   }
   cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->split);
   a.read = wide_offset(c, partials, index, 16);
+  if (c->flip_grid) { /* this instance's regions (reduce.c, flip_grid) */
+    CgOperand flip = cg_reg(e, CG_B64), partial = cg_reg(e, CG_B64), read = cg_reg(e, CG_B64);
+    cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(flip), CG_N(g->parity));
+    cg_line(e, "add.s64 %s, %s, %s;", CG_N(partial), CG_N(a.partial), CG_N(flip));
+    cg_line(e, "add.s64 %s, %s, %s;", CG_N(read), CG_N(a.read), CG_N(flip));
+    a.partial = partial;
+    a.read = read;
+  }
   return a;
 }
 
@@ -238,7 +247,7 @@ static void extra_barrier(CgCtx *c, int inst, const struct GridAddresses *a) {
 CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
   int at = 8 * c->sites[inst].region;
   GridAddresses a = grid_addresses(c);
-  if (c->sites[inst].extra_barrier) extra_barrier(c, inst, &a);
+  if (c->sites[inst].extra_barrier && !c->flip_grid) extra_barrier(c, inst, &a);
   cg_red_store(c, "global", a.publisher, a.partial, at, r);
   grid_barrier(c, &a);
   CgRed y = cg_red_gather(c, "global.cg", a.reader, a.read, at, r, gather_lanes(c->geo.split));

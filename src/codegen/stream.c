@@ -70,7 +70,7 @@ bool cg_stream_per_piece(const CgCtx *c, int i) {
 
 /* ---- plan -------------------------------------------------------------------- */
 
-static bool has_loop(const tj_program *p) {
+bool cg_has_loop(const tj_program *p) {
   for (int i = 0; i < p->ninsts; i++)
     if (p->insts[i].op == TJ_OP_FOR) return true;
   return false;
@@ -139,7 +139,7 @@ tj_status cg_plan_stream(CgCtx *c) {
   if (w < 0 || c->layouts[w].slots <= limit) return TJ_OK;
   CgLayout *l = &c->layouts[w];
   int piece = piece_repeats(l, limit);
-  if (has_loop(c->p) || piece < 1) return TJ_OK;
+  if (cg_has_loop(c->p) || piece < 1) return TJ_OK;
   st->layout = w;
   st->phase = cg_arena_alloc(&c->arena, sizeof *st->phase * ((size_t)c->p->ninsts + 1));
   if (!st->phase) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
