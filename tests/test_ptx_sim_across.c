@@ -214,6 +214,7 @@ static const Case staged[] = {
     {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4},    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16},
     {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8}, {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32},
     {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16},
+    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 3}, /* below VEC (8): pieces of one vector */
 };
 
 START_TEST(softmax_staged) {

@@ -126,7 +126,7 @@ int cg_stream_limit(const CgCtx *c) {
 /* P repeats a piece: as many as the registers take; fewer if that number
  * divides the repeats and the largest number that fits does not. */
 static int piece_repeats(const CgLayout *l, int limit) {
-  int most = limit / l->vec, piece = most;
+  int most = limit > l->vec ? limit / l->vec : 1, piece = most; /* a STAGE below VEC: one */
   while (piece > most / 2 && l->reps % piece) piece--;
   return l->reps % piece ? most : piece;
 }
@@ -216,18 +216,22 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
     mark_needed(c, ph, need);
     for (int i = 0; i < p->ninsts; i++) phases[i] += need[i] && p->insts[i].op == TJ_OP_LOAD;
   }
+  int64_t bytes = c->shared.bytes; /* in 64 bits: a CTA's share may be 2^30 elements */
   for (int i = 0; i < p->ninsts; i++) {
     st->stash[i] = st->fetched[i] = -1;
-    if (phases[i] < 2) continue;
-    int at = (c->shared.bytes + 15) / 16 * 16;
-    st->stash[i] = at;
-    c->shared.bytes = at + piece_bytes(c, i) * c->geo.threads * st->pieces;
+    if (phases[i] < 2 || bytes > cg_max_shared(c->arch)) continue;
+    int64_t at = (bytes + 15) / 16 * 16;
+    st->stash[i] = (int)at;
+    bytes = at + (int64_t)piece_bytes(c, i) * c->geo.threads * st->pieces;
   }
-  if (c->shared.bytes > cg_max_shared(c->arch))
+  if (bytes > cg_max_shared(c->arch)) {
     cg_fail(c, TJ_ERR_UNSUPPORTED,
-            "codegen: STAGE %d keeps %d bytes of shared memory a CTA, more than sm_%d allows "
-            "(%d): a larger STAGE, more threads, or a cluster or split",
-            c->spec->stage, c->shared.bytes, c->arch, cg_max_shared(c->arch));
+            "codegen: STAGE %d keeps %lld bytes or more of shared memory a CTA, more than sm_%d "
+            "allows (%d): a larger STAGE, more threads, or a cluster or split",
+            c->spec->stage, (long long)bytes, c->arch, cg_max_shared(c->arch));
+    return;
+  }
+  c->shared.bytes = (int)bytes;
 }
 
 bool cg_stash_holds(CgCtx *c, int inst) {

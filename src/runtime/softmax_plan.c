@@ -203,20 +203,33 @@ static int64_t staged_resident(const tj_device_info *d, int64_t bytes) {
   return ctas < by_regs ? ctas : by_regs;
 }
 
-static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t held, bool wide,
-                        tj_softmax_plan *plan) {
-  int64_t bytes = held * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
+/* The shared memory of a staged CTA when `ctas` of them hold a row of n
+ * (`tiles` loads of it), as the code generator lays it out: BLOCK as
+ * rt_softmax_fit_block makes it, each thread's share whole vectors and
+ * then whole pieces of STAGE_VALUES (an upper bound of stream.c's). */
+static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
+  int64_t threads = ctas * STAGE_THREADS, vec = 16 / elem, block = tj_next_pow2(n);
+  if (block > ROW_PER_CTA && ceil_div(n, threads * vec) * threads * vec < block)
+    block = ceil_div(n, threads * vec) * threads * vec;
+  int64_t per_thread = ceil_div(block, threads * vec) * vec;
+  return tiles * ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES * STAGE_THREADS * elem;
+}
+
+static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n, int tiles,
+                        bool wide, tj_softmax_plan *plan) {
+  int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
   if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80 || bytes < STAGE_MIN_BYTES) return;
   if (d->max_shared_per_block_optin < STAGE_CTA_BYTES + 1024) return;
-  bool clusters = d->arch >= 90 && d->cluster_launch;
-  if (ctas <= (clusters ? MAX_CLUSTER : 1) && m * ctas >= (int64_t)d->sm_count) {
+  int most = d->arch >= 90 && d->cluster_launch ? MAX_CLUSTER : 1;
+  while (ctas <= most && stash_bytes(n, tiles, elem, ctas) > STAGE_CTA_BYTES) ctas++;
+  if (ctas <= most && m * ctas >= (int64_t)d->sm_count) {
     plan->cluster = (int)ctas; /* one CTA, or a cluster */
     plan->split = 1;
   } else if (wide) {
     int64_t fill = staged_resident(d, STAGE_CTA_BYTES), rows = m > 0 ? m : 1;
     int64_t split = fill / rows > ctas ? fill / rows : ctas;
     if (split > STAGE_THREADS) split = STAGE_THREADS;
-    int64_t share = ceil_div(bytes, split);
+    int64_t share = stash_bytes(n, tiles, elem, split);
     if (!d->cooperative_launch || share > STAGE_CTA_MAX || staged_resident(d, share) < split)
       return;
     plan->cluster = 1;
@@ -302,8 +315,10 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   int elem = ir_dtype_size(dtype), warps = o->num_warps;
   if (wide && !warps) warps = several_tiles_warps(device, elem, n * tiles, tiles);
   if (wide && !o->cluster && !o->split) plan_wide(device, elem, m, n * tiles, warps, plan);
-  bool chosen = o->num_warps || o->cluster || o->split;
-  if (!o->stage && !chosen) plan_staged(device, elem, m, n * tiles, wide, plan);
+  /* Staged unless the caller chose the CTAs, or the NVRTC backend (whose
+   * CUDA C keeps every element of a thread in registers) compiles. */
+  bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
+  if (!o->stage && !chosen) plan_staged(device, elem, m, n, tiles, wide, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
