@@ -210,9 +210,12 @@ static const Case splits[] = {
  * memory once. One CTA, a cluster, a split, unaligned rows (element by
  * element), and a stash over 48 KiB (.extern shared memory). */
 static const Case staged[] = {
-    {TJ_DTYPE_F32, 1000, 1, 1, 1, 16, true, 8},  {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16},
-    {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4},    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16},
-    {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8}, {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32},
+    {TJ_DTYPE_F32, 1000, 1, 1, 1, 16, true, 8},
+    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16},
+    {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4},
+    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8},
+    {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32},
     {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16},
     {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 3}, /* below VEC (8): pieces of one vector */
 };
@@ -220,6 +223,62 @@ static const Case staged[] = {
 START_TEST(softmax_staged) {
   Case k = staged[_i];
   run_softmax(&k, k.cluster > 1 || _i % 2 ? 90 : 80);
+}
+END_TEST
+
+/* y = softmax(x) * w, w one row of weights: w's load is placed in the
+ * first phase (its operands are there) but only the second uses it, so
+ * STAGE keeps x alone in shared memory and w is read once, in the second
+ * phase; x is read once too. */
+static const char weighted_softmax[] =
+    "kernel weighted\n%0 : ptr<f32> = param y\n%1 : ptr<f32> = param x\n"
+    "%2 : ptr<f32> = param w\n%3 : i32 = param n\n%4 : i32 = program_id\n"
+    "%5 : i32 = mul %4, %3\n%6 : ptr<f32> = ptr_add %1, %5\n%7 : ptr<f32> = ptr_add %0, %5\n"
+    "%8 : tile<i32,BLOCK> = arange\n%9 : tile<pred,BLOCK> = lt %8, %3\n%10 : f32 = const -inf\n"
+    "%11 : tile<f32,BLOCK> = load %6, %8, %9, %10\n%12 : tile<f32,BLOCK> = load %2, %8, %9\n"
+    "%13 : f32 = reduce_max %11\n%14 : tile<f32,BLOCK> = sub %11, %13\n"
+    "%15 : tile<f32,BLOCK> = exp %14\n%16 : f32 = reduce_sum %15\n"
+    "%17 : tile<f32,BLOCK> = div %15, %16\n%18 : tile<f32,BLOCK> = mul %17, %12\n"
+    "store %7, %8, %18, %9\n";
+
+START_TEST(staged_loads_only_where_two_phases_use_them) {
+  enum { ROWS = 4, N = 3000 };
+  tj_program *p;
+  tj_spec *s;
+  ck_assert_int_eq(tj_program_parse(weighted_softmax, strlen(weighted_softmax), &p), TJ_OK);
+  tj_spec_options o = {.n = N, .num_warps = 1, .dtype = TJ_DTYPE_F32, .align = 16, .stage = 16};
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  static float x[ROWS * N], w[N], y[ROWS * N], want[ROWS * N];
+  TjRng rng;
+  rng_seed(&rng, 91);
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)(3.0 * rng_normal(&rng));
+  for (int i = 0; i < N; i++) w[i] = (float)rng_normal(&rng);
+  tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
+                    {TJ_ARG_PTR, {.ptr = x}, sizeof x},
+                    {TJ_ARG_PTR, {.ptr = w}, sizeof w},
+                    {TJ_ARG_INT, {.i = N}, 0}};
+  ck_assert_msg(tj_interpret(s, args, 4, ROWS) == TJ_OK, "%s", tj_spec_error(s));
+  args[0].u.ptr = y;
+  void *ws = NULL;
+  size_t ws_bytes = 0;
+  Run run;
+  char why[1024];
+  ck_assert_msg(simulate(s, 90, args, 4, ROWS, 2, &ws, &ws_bytes, &run, why, sizeof why), "%s",
+                why);
+  for (int i = 0; i < ROWS * N; i++)
+    ck_assert_msg(fabsf(y[i] - want[i]) <= 1e-6f + 1e-5f * fabsf(want[i]), "%d: %g, want %g", i,
+                  y[i], want[i]);
+  uint64_t row = (uint64_t)ROWS * N * sizeof(float), slack = ROWS * CG_MAX_SLOTS * sizeof(float);
+  ck_assert_msg(run.stats.bytes_read[1] <= row + slack, "x read %llu bytes for %llu",
+                (unsigned long long)run.stats.bytes_read[1], (unsigned long long)row);
+  ck_assert_msg(run.stats.bytes_read[2] <= row + slack, "w read %llu bytes for %llu",
+                (unsigned long long)run.stats.bytes_read[2], (unsigned long long)row);
+  /* One stash: x's share of the BLOCK, 4096 floats over 32 threads. */
+  int smem = run.info.shape.shared_bytes + run.info.shape.dynamic_shared_bytes;
+  ck_assert_msg(smem >= 4096 * 4 && smem < 2 * 4096 * 4, "%d bytes of shared memory", smem);
+  free(ws);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
 }
 END_TEST
 
@@ -523,6 +582,7 @@ static Suite *suite(void) {
   tcase_add_test(t, user_programs_split_across_ctas);
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
   tcase_add_test(t, one_round_grids_flip_their_regions);
+  tcase_add_test(t, staged_loads_only_where_two_phases_use_them);
   suite_add_tcase(s, t);
   return s;
 }

@@ -199,7 +199,7 @@ static int unit_bytes(int bytes) {
   return u;
 }
 
-/* A stash for every streamed load that two phases or more need. */
+/* A stash for every streamed load that two phases or more need (use). */
 static void plan_stash(CgCtx *c, uint8_t *need) {
   CgStream *st = &c->stream;
   const tj_program *p = c->p;
@@ -306,14 +306,18 @@ void cg_stash_read(CgCtx *c, int inst, CgOperand *slots) { stash_move(c, inst, N
 /* ---- lowering ---------------------------------------------------------------- */
 
 /* Whether instruction i is needed in the piece loop of phase ph: it runs
- * per piece, and is of that phase or feeds one that is (marks in need). */
+ * per piece, and is a store or reduction of that phase or feeds one (marks
+ * in need). A tile of the phase that only later phases use is not lowered
+ * there (a load among them would read memory for nothing, or keep a
+ * stash). */
 static void mark_needed(const CgCtx *c, int ph, uint8_t *need) {
   const tj_program *p = c->p;
   memset(need, 0, (size_t)p->ninsts);
   for (int i = p->ninsts - 1; i >= 0; i--) {
     if (!cg_stream_per_piece(c, i) || cg_hoisted(c, i)) continue;
     const IrInst *in = &p->insts[i];
-    bool mine = c->stream.phase[i] == ph && !cg_fused_sum(c, i);
+    bool root = in->op == TJ_OP_STORE || is_reduce(in);
+    bool mine = root && c->stream.phase[i] == ph && !cg_fused_sum(c, i);
     if (!mine && !need[i]) continue;
     need[i] = 1;
     for (int k = 0; k < in->nargs; k++) {
