@@ -298,7 +298,12 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   if (key.align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
   bool any_phase =
       key.align < 16 && n * elem >= PHASED_ROW_BYTES && same_phase(elem, m, a, count);
-  if ((st = tj_row_plan_for(&ctx->info, op, dtype, m, n, o, &key.plan)) != TJ_OK)
+  /* Staged kernels (STAGE) are never phased: rows off 16 bytes would move
+   * element by element. They keep the plans measured for them (phased or
+   * element by element in registers) unless the caller asks for STAGE. */
+  tj_softmax_options planned = *o;
+  if (key.align < 16 && !o->stage) planned.stage = -1;
+  if ((st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan)) != TJ_OK)
     return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", row_ops[op].api, (long long)m,
                    (long long)n,
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
