@@ -316,9 +316,12 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   if (wide && !warps) warps = several_tiles_warps(device, elem, n * tiles, tiles);
   if (wide && !o->cluster && !o->split) plan_wide(device, elem, m, n * tiles, warps, plan);
   /* Staged unless the caller chose the CTAs, or the NVRTC backend (whose
-   * CUDA C keeps every element of a thread in registers) compiles. */
+   * CUDA C keeps every element of a thread in registers) compiles; and,
+   * by default, only the ops of one row tile, as softmax whose figures
+   * chose the rule: softmax backward keeps its own measured plans (its
+   * rows of 16384 ran at 101% of copy) until staging is measured for it. */
   bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
-  if (!o->stage && !chosen) plan_staged(device, elem, m, n, tiles, wide, plan);
+  if (!o->stage && !chosen && tiles == 1) plan_staged(device, elem, m, n, tiles, wide, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
