@@ -34,10 +34,6 @@ typedef struct Masked {
 /* The largest errors seen by this test (one process per test). */
 static double worst_abs, worst_ratio;
 
-static tj_softmax_mask causal(int64_t rows, int64_t offset, float scale) {
-  return (tj_softmax_mask){scale, 1, rows, offset};
-}
-
 static uint64_t upload(tj_context *ctx, const TjMatrix *m, int64_t shift, uint64_t *buffer) {
   size_t at = (size_t)shift * dtype_bytes(m->dtype);
   ck_assert_int_eq(tj_device_alloc(ctx, m->bytes + 256, buffer), TJ_OK);
@@ -108,7 +104,6 @@ static void report(const char *test, int cases) {
 static const int64_t widths[] = {1,    2,     7,     31,    100,   512,    1000,   1025,   4096,
                                  8191, 16384, 16385, 32768, 65537, 131072, 262144, 524288, 1 << 20};
 static const int64_t quick_widths[] = {7, 1025, 16385, 65537, 262144};
-static const float scales[] = {0.125f, 1.0f, 0.111803398875f /* 1 / sqrt(80) */, 3.0f};
 
 static int64_t rows_for(int64_t n) {
   int64_t m = ((int64_t)16 << 20) / (4 * n);
@@ -131,26 +126,27 @@ START_TEST(widths_dtypes_and_layouts) {
       int64_t n = ns[i], m = rows_for(n);
       TjRng r;
       rng_seed(&r, test_seed((uint64_t)n, (uint64_t)d, 10));
-      float scale = scales[(i + (size_t)d) % 4];
+      float scale = masked_scales[(i + (size_t)d) % 4];
       int64_t rows = m > 2 * n ? m : m / 3 > 0 ? m / 3 : 1;
-      Masked b = {(tj_dtype)d, m, n, {0, 0}, {0, 0}, false, false, causal(rows, n - rows, scale)};
+      Masked b = {(tj_dtype)d, m,     n,     {0, 0},
+                  {0, 0},      false, false, masked_causal(rows, n - rows, scale)};
       run(ctx, &b, test_seed((uint64_t)n, (uint64_t)d, 1));
       /* Top left, strides, the rows at one phase (vectors from each row's boundary). */
       b.m = b.m < 7 ? b.m : 7;
-      b.mask = causal(0, 0, scale);
+      b.mask = masked_causal(0, 0, scale);
       b.pads[0] = b.pads[1] = 3;
       b.shift[0] = b.shift[1] = 1;
       run(ctx, &b, test_seed((uint64_t)n, (uint64_t)d, 2));
       /* Two phases of their own (element by element), a random offset. */
       b.pads[1] = 8;
       b.shift[1] = 2;
-      b.mask = causal(2, rng_range(&r, -2, n), scale);
+      b.mask = masked_causal(2, rng_range(&r, -2, n), scale);
       run(ctx, &b, test_seed((uint64_t)n, (uint64_t)d, 3));
       /* In place, ending mid-row. */
       b.pads[0] = b.pads[1] = 5;
       b.shift[0] = b.shift[1] = 0;
       b.in_place = true;
-      b.mask = causal(b.m, n / 2 - b.m, scale);
+      b.mask = masked_causal(b.m, n / 2 - b.m, scale);
       run(ctx, &b, test_seed((uint64_t)n, (uint64_t)d, 4));
       /* No mask (its offset ignored). */
       b.in_place = i % 2 == 1;
@@ -174,24 +170,9 @@ START_TEST(masks_and_rows) {
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       int64_t n = ns[i];
-      const struct {
-        int64_t m;
-        tj_softmax_mask mask;
-      } masks[] = {
-          {8, causal(0, 0, 0.125f)},
-          {12, causal(4, 0, 0.125f)},
-          {10, causal(5, n - 5, 1.0f)},
-          {12, causal(n + 3, -3, 0.125f)},
-          {12, causal(6, -2, scales[2])},
-          {12, causal(6, -n / 2, 3.0f)},
-          {6, causal(3, INT64_MAX, 0.125f)},
-          {6, causal(3, (int64_t)1 << 31, 1.0f)},
-          {6, causal(3, INT64_MIN, 0.125f)},
-          {6, causal(3, -((int64_t)1 << 31) + 2, 0.125f)},
-          {6, causal(INT32_MAX, n / 3, 0.125f)},
-          {8, {scales[2], 0, 4, -7}},
-          {5, {1.0f, 0, 0, 0}},
-      };
+      MaskedCall masks[MASKED_CALLS + 1];
+      masked_calls(n, 12, masks);
+      masks[MASKED_CALLS] = (MaskedCall){6, masked_causal(INT32_MAX, n / 3, 0.125f)};
       for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
         Masked b = {(tj_dtype)d, masks[k].m, n, {0, 0}, {0, 0}, false, false, masks[k].mask};
         run(ctx, &b, test_seed((uint64_t)n, (uint64_t)d, 20 + k));
@@ -213,7 +194,7 @@ START_TEST(extreme_rows_and_huge_rows) {
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       int64_t n = ns[i];
       const tj_softmax_mask masks[] = {
-          {0.125f, 0, 0, 0}, causal(20, -1, 1.0f), causal(20, n - 20, 0.125f)};
+          {0.125f, 0, 0, 0}, masked_causal(20, -1, 1.0f), masked_causal(20, n - 20, 0.125f)};
       for (int k = 0; k < 3; k++) {
         Masked b = {(tj_dtype)d, 20, n, {0, 0}, {0, 0}, false, true, masks[k]};
         run(ctx, &b, test_seed((uint64_t)n, (uint64_t)d, 30 + (uint64_t)k));
@@ -223,10 +204,10 @@ START_TEST(extreme_rows_and_huge_rows) {
   int64_t huge = gpu_quick() ? 3000000 : 10000000;
   for (int d = 0; d < TJ_DTYPE_COUNT; d += 2) {
     Masked b = {(tj_dtype)d, 1,     huge,  {0, 0},
-                {0, 0},      false, false, causal(1, huge * 3 / 5, 0.125f)};
+                {0, 0},      false, false, masked_causal(1, huge * 3 / 5, 0.125f)};
     run(ctx, &b, test_seed(7, (uint64_t)d, 40));
     b.m = 2;
-    b.mask = causal(2, huge - 2, 1.0f);
+    b.mask = masked_causal(2, huge - 2, 1.0f);
     run(ctx, &b, test_seed(7, (uint64_t)d, 41));
     cases += 2;
   }
@@ -258,7 +239,7 @@ START_TEST(bad_masks_launch_nothing) {
   ck_assert(matrix_alloc(&poison, TJ_DTYPE_F32, 1, (int64_t)(bytes / 4), (int64_t)(bytes / 4), 0));
   ck_assert_int_eq(tj_copy_to_device(ctx, buf, poison.data, bytes), TJ_OK);
   const uint64_t y = buf, x = buf + 8192;
-  const tj_softmax_mask good = causal(4, 0, 0.125f);
+  const tj_softmax_mask good = masked_causal(4, 0, 0.125f);
   const struct {
     tj_softmax_mask mask;
     const char *why;

@@ -309,6 +309,30 @@ void masked_softmax_extreme_rows(TjMatrix *x, const tj_softmax_mask *mask) {
   }
 }
 
+tj_softmax_mask masked_causal(int64_t rows, int64_t offset, float scale) {
+  return (tj_softmax_mask){scale, 1, rows, offset};
+}
+
+const float masked_scales[4] = {0.125f, 1.0f, 0.111803398875f /* 1 / sqrt(80) */, 3.0f};
+
+void masked_calls(int64_t n, int64_t rows_past_n, MaskedCall *out) {
+  const MaskedCall calls[MASKED_CALLS] = {
+      {8, masked_causal(0, 0, 0.125f)},
+      {12, masked_causal(4, 0, 0.125f)},
+      {10, masked_causal(5, n - 5, 1.0f)},
+      {rows_past_n, masked_causal(n + 3, -3, 0.125f)},
+      {12, masked_causal(6, -2, masked_scales[2])},
+      {12, masked_causal(6, -n / 2, 3.0f)},
+      {6, masked_causal(3, INT64_MAX, 0.125f)},
+      {6, masked_causal(3, (int64_t)1 << 31, 1.0f)},
+      {6, masked_causal(3, INT64_MIN, 0.125f)},
+      {6, masked_causal(3, -((int64_t)1 << 31) + 2, 0.125f)},
+      {8, {masked_scales[2], 0, 4, -7}},
+      {5, {1.0f, 0, 0, 0}},
+  };
+  memcpy(out, calls, sizeof calls);
+}
+
 tj_status row_spec_options(tj_row_op op, tj_softmax_template which, tj_dtype dtype, int64_t rows,
                            int64_t n, int arch, int warps, tj_spec_options *o) {
   tj_device_info device;

@@ -124,6 +124,21 @@ void masked_softmax_fill(TjMatrix *x, const tj_softmax_mask *mask, TjRng *r);
  * huge but one as hugely negative; 9 all -inf, with a NaN in the last
  * dropped column (a row of zeros). */
 void masked_softmax_extreme_rows(TjMatrix *x, const tj_softmax_mask *mask);
+/* A causal mask, and the scales the masked-softmax suites use (1/8, 1,
+ * 1/sqrt(80), 3). */
+tj_softmax_mask masked_causal(int64_t rows, int64_t offset, float scale);
+extern const float masked_scales[4];
+/* The masks of attention for rows of n, each with the M of its call:
+ * top left (one matrix, and three of 4 queries), bottom right (with more
+ * queries than n in a call of rows_past_n rows), negative offsets, offsets
+ * past the clamp (every column, no column), no mask (its offset ignored),
+ * rows 0 (= M). Fills out (MASKED_CALLS entries). */
+typedef struct MaskedCall {
+  int64_t m;
+  tj_softmax_mask mask;
+} MaskedCall;
+#define MASKED_CALLS 12
+void masked_calls(int64_t n, int64_t rows_past_n, MaskedCall *out);
 /* As softmax_spec_options, for any row op's plan (tj_row_plan_for). */
 tj_status row_spec_options(tj_row_op op, tj_softmax_template which, tj_dtype dtype, int64_t rows,
                            int64_t n, int arch, int warps, tj_spec_options *o);

@@ -60,10 +60,6 @@ static void report(const char *test) {
   memset(worst_ratio, 0, sizeof worst_ratio);
 }
 
-static tj_softmax_mask causal(int64_t rows, int64_t offset, float scale) {
-  return (tj_softmax_mask){scale, 1, rows, offset};
-}
-
 static void case_label(const Case *c, char *out, size_t size) {
   snprintf(out, size,
            "%s %s M=%lld N=%lld BLOCK=%lld pads %lld/%lld%s mask causal %d rows %lld offset %lld%s "
@@ -154,8 +150,6 @@ static Case make_case(int which, int dtype, int64_t m, int64_t n, tj_softmax_mas
   return c;
 }
 
-static const float scales[] = {0.125f, 1.0f, 0.111803398875f /* 1 / sqrt(80) */, 3.0f};
-
 /* ---- the interpreter --------------------------------------------------- */
 
 /* Every width 1..1100, 110 a loop index, in a dtype and a mask that change
@@ -167,11 +161,11 @@ START_TEST(every_width) {
     int64_t rows = 1 + n % 4, m = rows * (1 + n / 4 % 2);
     TjRng r;
     rng_seed(&r, test_seed((uint64_t)n, 9, 0));
-    float scale = scales[n / 5 % 4];
-    tj_softmax_mask masks[] = {causal(rows, 0, scale),
-                               causal(rows, n - rows, scale),
-                               causal(rows, rng_range(&r, -rows, n), scale),
-                               causal(rows, -1, scale),
+    float scale = masked_scales[n / 5 % 4];
+    tj_softmax_mask masks[] = {masked_causal(rows, 0, scale),
+                               masked_causal(rows, n - rows, scale),
+                               masked_causal(rows, rng_range(&r, -rows, n), scale),
+                               masked_causal(rows, -1, scale),
                                {scale, 0, rows, 0}};
     Case c = make_case(TJ_SOFTMAX_SINGLE, (int)(n % 3), m, n, masks[n % 5], test_seed(n, 1, 0));
     run_case(&c, NULL);
@@ -198,7 +192,7 @@ START_TEST(wide_rows) {
       int64_t n = ns[i], m = n > 20000 ? 2 : 3;
       TjRng r;
       rng_seed(&r, test_seed((uint64_t)n, (uint64_t)d, 12));
-      Case c = make_case(TJ_SOFTMAX_SINGLE, d, m, n, causal(m, n - m, scales[i % 4]),
+      Case c = make_case(TJ_SOFTMAX_SINGLE, d, m, n, masked_causal(m, n - m, masked_scales[i % 4]),
                          test_seed((uint64_t)n, (uint64_t)d, 2));
       run_case(&c, NULL);
       c.mask.offset = rng_range(&r, -1, n - m);
@@ -218,8 +212,9 @@ START_TEST(online_chunks) {
       int64_t n = ns[i], m = n > 5000 ? 1 : 3;
       TjRng r;
       rng_seed(&r, test_seed((uint64_t)n, (uint64_t)d, 13));
-      Case c = make_case(TJ_SOFTMAX_ONLINE, d, m, n, causal(m, n - m, scales[(i + d) % 4]),
-                         test_seed((uint64_t)n, (uint64_t)d, 3));
+      Case c =
+          make_case(TJ_SOFTMAX_ONLINE, d, m, n, masked_causal(m, n - m, masked_scales[(i + d) % 4]),
+                    test_seed((uint64_t)n, (uint64_t)d, 3));
       c.block = i % 2 ? 64 : 256;
       run_case(&c, NULL);
       c.block = 0;
@@ -243,23 +238,8 @@ START_TEST(masks_and_rows) {
       for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
         int64_t n = ns[i];
         bool small = n < 20;
-        const struct {
-          int64_t m;
-          tj_softmax_mask mask;
-        } masks[] = {
-            {8, causal(0, 0, 0.125f)},
-            {12, causal(4, 0, 0.125f)},
-            {10, causal(5, n - 5, 1.0f)},
-            {small ? 2 * (n + 3) : 12, causal(n + 3, -3, 0.125f)},
-            {12, causal(6, -2, scales[2])},
-            {12, causal(6, -n / 2, 3.0f)},
-            {6, causal(3, INT64_MAX, 0.125f)},
-            {6, causal(3, (int64_t)1 << 31, 1.0f)},
-            {6, causal(3, INT64_MIN, 0.125f)},
-            {6, causal(3, -((int64_t)1 << 31) + 2, 0.125f)},
-            {8, {scales[2], 0, 4, -7}},
-            {5, {1.0f, 0, 0, 0}},
-        };
+        MaskedCall masks[MASKED_CALLS];
+        masked_calls(n, small ? 2 * (n + 3) : 12, masks);
         for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
           Case c = make_case(which, d, masks[k].m, n, masks[k].mask,
                              test_seed((uint64_t)n, (uint64_t)d, 100 * (uint64_t)which + k));
@@ -280,7 +260,7 @@ START_TEST(unclamped_offsets_in_the_template) {
   for (size_t i = 0; i < 2; i++)
     for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++)
       for (size_t k = 0; k < sizeof offsets / sizeof offsets[0]; k++) {
-        Case c = make_case(which, (int)k % 3, 4, ns[i], causal(2, offsets[k], 0.125f),
+        Case c = make_case(which, (int)k % 3, 4, ns[i], masked_causal(2, offsets[k], 0.125f),
                            test_seed(ns[i], k, 20 + (uint64_t)which));
         c.raw_offset = true;
         run_case(&c, NULL);
@@ -295,7 +275,7 @@ START_TEST(strides_and_in_place) {
     for (int which = TJ_SOFTMAX_SINGLE; which <= TJ_SOFTMAX_ONLINE; which++)
       for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
         int64_t n = ns[i];
-        Case c = make_case(which, d, 6, n, causal(3, n - 3, scales[(i + d) % 4]),
+        Case c = make_case(which, d, 6, n, masked_causal(3, n - 3, masked_scales[(i + d) % 4]),
                            test_seed((uint64_t)n, (uint64_t)d, 4 + (uint64_t)which));
         c.y_pad = 3;
         c.x_pad = 17;
@@ -323,7 +303,7 @@ START_TEST(extreme_values) {
       for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
         int64_t n = ns[i];
         const tj_softmax_mask masks[] = {
-            {0.125f, 0, 0, 0}, causal(20, -1, 1.0f), causal(20, n - 20, 0.125f)};
+            {0.125f, 0, 0, 0}, masked_causal(20, -1, 1.0f), masked_causal(20, n - 20, 0.125f)};
         for (int k = 0; k < 3; k++) {
           Case c = make_case(which, d, 20, n, masks[k],
                              test_seed((uint64_t)n, (uint64_t)d, 6 + 3 * (uint64_t)which + k));
@@ -339,7 +319,7 @@ END_TEST
  * refuses at once, naming itself and the library: its mask checks need a
  * context, so gpu_masked_softmax checks those. */
 START_TEST(no_driver) {
-  tj_softmax_mask mask = causal(4, 0, 0.125f);
+  tj_softmax_mask mask = masked_causal(4, 0, 0.125f);
   const tj_softmax_mask *masks[] = {&mask, NULL};
   for (int i = 0; i < 2; i++) {
     tj_status st =
@@ -368,10 +348,10 @@ typedef struct SimCase {
  * diagonal of 4 queries (rows keeping nothing). */
 static tj_softmax_mask sim_mask(int which, int64_t n) {
   switch (which % 4) {
-  case 0: return causal(12, n - 12, 0.125f);
-  case 1: return causal(12, n / 2 - 6, 1.0f);
-  case 2: return (tj_softmax_mask){scales[2], 0, 0, 0};
-  default: return causal(4, -2, 0.125f);
+  case 0: return masked_causal(12, n - 12, 0.125f);
+  case 1: return masked_causal(12, n / 2 - 6, 1.0f);
+  case 2: return (tj_softmax_mask){masked_scales[2], 0, 0, 0};
+  default: return masked_causal(4, -2, 0.125f);
   }
 }
 
