@@ -285,6 +285,10 @@ typedef struct tj_spec_options {
                          Shared memory then holds the CTA's share of every such tile: at most
                          what the arch allows a CTA (227 KiB on sm_90, 163 KiB on sm_80,
                          99 KiB on sm_86/89/120, 64 KiB on sm_75), else codegen refuses it */
+  int stash;          /* STASH (with STAGE): the most bytes of shared memory a CTA's stash
+                         takes; 0 = all its share needs. It keeps the first pieces that
+                         fit; later phases read the others from memory again, the last
+                         ones first (the likeliest to be still in L2) */
 } tj_spec_options;
 
 /* next_pow2(n) for n >= 1 (1 for n <= 1). */
@@ -439,6 +443,7 @@ typedef struct tj_softmax_options {
   int cluster;                        /* CLUSTER; 0 = the plan's */
   int split;                          /* SPLIT; 0 = the plan's */
   int stage;                          /* STAGE (tj_spec_options); 0 = the plan's, -1 = none */
+  int stash;                          /* STASH (tj_spec_options), bytes; 0 = the plan's */
 } tj_softmax_options;
 
 /* How softmax runs: a template and its specialization. */
@@ -450,6 +455,7 @@ typedef struct tj_softmax_plan {
   int split;                 /* SPLIT: clusters (or CTAs) of the grid per row (1: none) */
   int stage;                 /* STAGE: the row streams through registers in pieces of this
                                 many elements a thread, kept in shared memory (0: none) */
+  int stash;                 /* STASH: the most bytes a CTA keeps (0: all of its share) */
 } tj_softmax_plan;
 
 typedef struct tj_device_info tj_device_info;
@@ -460,10 +466,13 @@ typedef struct tj_device_info tj_device_info;
  * the options' choices (NULL: none):
  *   - rows of up to 32768 elements: one CTA (or a lane group) per row, the
  *     warps from tj_default_num_warps;
- *   - rows of 64 KiB and more (sm_80 and later), up to what 16 CTAs hold:
- *     staged (STAGE), CTAs of 256 threads holding at most 64 KiB of the
- *     row each in shared memory, in a cluster where it takes several, so
- *     that x is read once and three CTAs share an SM;
+ *   - rows of 64 KiB and more (sm_80 and later): staged (STAGE), CTAs of
+ *     256 threads holding at most 64 KiB of the row each in shared memory,
+ *     in a cluster of up to 8 where it takes several (sm_90), else over
+ *     the grid, so that x is read once and three CTAs share an SM; a row
+ *     wider than the grid's shared memory holds, in every CTA the grid
+ *     holds, the rows in turn, each CTA keeping the first part of its
+ *     share (STASH) and reading the rest again;
  *   - wider rows, enough of them to fill the GPU: a thread-block cluster of
  *     up to 16 CTAs per row (sm_90 and later); on sm_90 CTAs of 128 or 256
  *     threads at 64 elements a thread, elsewhere (or with the caller's

@@ -114,7 +114,7 @@ class _ContextOptions(ctypes.Structure):
 class _SoftmaxOptions(ctypes.Structure):
     _fields_ = [("num_warps", ctypes.c_int), ("backend", ctypes.c_int),
                 ("which_template", ctypes.c_int), ("cluster", ctypes.c_int),
-                ("split", ctypes.c_int), ("stage", ctypes.c_int)]
+                ("split", ctypes.c_int), ("stage", ctypes.c_int), ("stash", ctypes.c_int)]
 
 
 class _SoftmaxMask(ctypes.Structure):
@@ -124,7 +124,8 @@ class _SoftmaxMask(ctypes.Structure):
 
 class _SoftmaxPlan(ctypes.Structure):
     _fields_ = [("which", ctypes.c_int), ("block", ctypes.c_int64), ("num_warps", ctypes.c_int),
-                ("cluster", ctypes.c_int), ("split", ctypes.c_int), ("stage", ctypes.c_int)]
+                ("cluster", ctypes.c_int), ("split", ctypes.c_int), ("stage", ctypes.c_int),
+                ("stash", ctypes.c_int)]
 
 
 class _DeviceInfo(ctypes.Structure):
@@ -155,7 +156,7 @@ class _SpecOptions(ctypes.Structure):
                 ("dtype", ctypes.c_int), ("align", ctypes.c_int), ("cluster", ctypes.c_int),
                 ("split", ctypes.c_int), ("bindings", ctypes.c_void_p),
                 ("binding_count", ctypes.c_int), ("phased", ctypes.c_int),
-                ("stage", ctypes.c_int)]
+                ("stage", ctypes.c_int), ("stash", ctypes.c_int)]
 
 
 class _CodegenOptions(ctypes.Structure):

@@ -76,6 +76,7 @@ typedef struct Case {
   int warps, cluster, split, align;
   bool streamed; /* expected */
   int stage;     /* STAGE: streamed, x kept in shared memory and read once */
+  int stash;     /* STASH: the stash's most bytes; the pieces past it are read twice */
 } Case;
 
 enum { KIND_RANDOM, KIND_ALL_NEG_INF, KIND_NAN, KIND_POS_INF, KIND_MIXED, KIND_WINDOW, KINDS };
@@ -96,9 +97,9 @@ static void fill(TjMatrix *x, TjRng *rng) {
 }
 
 static const char *label(const Case *k, char *out, size_t size) {
-  snprintf(out, size, "%s n=%lld warps=%d cluster=%d split=%d align=%d stage=%d",
+  snprintf(out, size, "%s n=%lld warps=%d cluster=%d split=%d align=%d stage=%d stash=%d",
            dtype_label(k->dtype), (long long)k->n, k->warps, k->cluster, k->split, k->align,
-           k->stage);
+           k->stage, k->stash);
   return out;
 }
 
@@ -111,7 +112,8 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
                        .align = k->align,
                        .cluster = k->cluster,
                        .split = k->split,
-                       .stage = k->stage};
+                       .stage = k->stage,
+                       .stash = k->stash};
   char name[160], why[2048];
   label(k, name, sizeof name);
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, &p), TJ_OK);
@@ -158,9 +160,14 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
   ck_assert_msg(wrote >= row_bytes && wrote <= row_bytes + slack,
                 "%s: %llu bytes of y written for %llu", name, (unsigned long long)wrote,
                 (unsigned long long)row_bytes);
-  ck_assert_msg(read >= passes * row_bytes && read <= passes * (row_bytes + slack),
-                "%s: x read %llu bytes for %llu: %s expected", name, (unsigned long long)read,
-                (unsigned long long)row_bytes, passes == 2 ? "twice (streamed)" : "once");
+  if (k->stash) /* a part of x again, neither none of it nor all */
+    ck_assert_msg(read > row_bytes + slack && read < 2 * row_bytes,
+                  "%s: x read %llu bytes for %llu: more than once and less than twice expected",
+                  name, (unsigned long long)read, (unsigned long long)row_bytes);
+  else
+    ck_assert_msg(read >= passes * row_bytes && read <= passes * (row_bytes + slack),
+                  "%s: x read %llu bytes for %llu: %s expected", name, (unsigned long long)read,
+                  (unsigned long long)row_bytes, passes == 2 ? "twice (streamed)" : "once");
   ck_assert_int_eq(run.info.shape.ctas_per_program, k->cluster * k->split);
   /* A staged CTA keeps its share of x in shared memory: at least the bytes
    * of its threads' pieces (the whole share, padding included). */
@@ -168,8 +175,13 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
     const tj_launch_shape *sh = &run.info.shape;
     int64_t share = (k->n + sh->ctas_per_program - 1) / sh->ctas_per_program * (int64_t)elem;
     int64_t smem = sh->shared_bytes + sh->dynamic_shared_bytes;
-    ck_assert_msg(smem >= share, "%s: %lld bytes of shared memory for a share of %lld", name,
-                  (long long)smem, (long long)share);
+    if (k->stash) /* at most STASH beside the reductions' few hundred bytes */
+      ck_assert_msg(smem < share && smem <= k->stash + 1024,
+                    "%s: %lld bytes of shared memory for a stash of at most %d", name,
+                    (long long)smem, k->stash);
+    else
+      ck_assert_msg(smem >= share, "%s: %lld bytes of shared memory for a share of %lld", name,
+                    (long long)smem, (long long)share);
     ck_assert_int_eq(sh->dynamic_shared_bytes > 0, smem > CG_STATIC_SHARED_MAX);
   }
   matrix_free(&x);
@@ -189,35 +201,41 @@ static void run_softmax(const Case *k, int arch) {
 /* One warp a CTA keeps the simulation small: a thread holds up to 128
  * elements, so a span of S CTAs holds 32 * 128 * S before streaming. */
 static const Case clusters[] = {
-    {TJ_DTYPE_F32, 1000, 1, 2, 1, 16, false, 0},  {TJ_DTYPE_F32, 4097, 1, 2, 1, 16, false, 0},
-    {TJ_DTYPE_BF16, 3000, 1, 3, 1, 16, false, 0}, {TJ_DTYPE_F16, 8192, 1, 4, 1, 0, false, 0},
-    {TJ_DTYPE_F32, 9000, 1, 16, 1, 16, false, 0}, {TJ_DTYPE_F32, 20000, 1, 4, 1, 16, true, 0},
-    {TJ_DTYPE_F32, 1, 1, 2, 1, 16, false, 0},     {TJ_DTYPE_F16, 33, 2, 5, 1, 2, false, 0},
-    {TJ_DTYPE_BF16, 40000, 1, 3, 1, 16, true, 0}, {TJ_DTYPE_F32, 65536, 2, 8, 1, 16, false, 0},
+    {TJ_DTYPE_F32, 1000, 1, 2, 1, 16, false, 0, 0},  {TJ_DTYPE_F32, 4097, 1, 2, 1, 16, false, 0, 0},
+    {TJ_DTYPE_BF16, 3000, 1, 3, 1, 16, false, 0, 0}, {TJ_DTYPE_F16, 8192, 1, 4, 1, 0, false, 0, 0},
+    {TJ_DTYPE_F32, 9000, 1, 16, 1, 16, false, 0, 0}, {TJ_DTYPE_F32, 20000, 1, 4, 1, 16, true, 0, 0},
+    {TJ_DTYPE_F32, 1, 1, 2, 1, 16, false, 0, 0},     {TJ_DTYPE_F16, 33, 2, 5, 1, 2, false, 0, 0},
+    {TJ_DTYPE_BF16, 40000, 1, 3, 1, 16, true, 0, 0}, {TJ_DTYPE_F32, 65536, 2, 8, 1, 16, false, 0, 0},
 };
 
 static const Case splits[] = {
-    {TJ_DTYPE_F32, 1000, 1, 1, 2, 16, false, 0},  {TJ_DTYPE_F32, 4097, 1, 1, 3, 0, false, 0},
-    {TJ_DTYPE_BF16, 7000, 1, 1, 5, 16, false, 0}, {TJ_DTYPE_F16, 16384, 1, 1, 8, 16, false, 0},
-    {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true, 0},  {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true, 0},
-    {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false, 0}, {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true, 0},
-    {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false, 0},     {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false, 0},
-    {TJ_DTYPE_F32, 33, 1, 1, 16, 4, false, 0}, /* a lone NaN: its thread's max is -inf */
+    {TJ_DTYPE_F32, 1000, 1, 1, 2, 16, false, 0, 0},  {TJ_DTYPE_F32, 4097, 1, 1, 3, 0, false, 0, 0},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 5, 16, false, 0, 0}, {TJ_DTYPE_F16, 16384, 1, 1, 8, 16, false, 0, 0},
+    {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true, 0, 0},  {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true, 0, 0},
+    {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false, 0, 0}, {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true, 0, 0},
+    {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false, 0, 0},     {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false, 0, 0},
+    {TJ_DTYPE_F32, 33, 1, 1, 16, 4, false, 0, 0}, /* a lone NaN: its thread's max is -inf */
 };
 
 /* STAGE: a tile streamed in small pieces keeps them in shared memory, each
  * thread its own, so the second phase reads x from there: x is read from
  * memory once. One CTA, a cluster, a split, unaligned rows (element by
- * element), and a stash over 48 KiB (.extern shared memory). */
+ * element), a stash over 48 KiB (.extern shared memory), and stashes
+ * that STASH caps. */
 static const Case staged[] = {
-    {TJ_DTYPE_F32, 1000, 1, 1, 1, 16, true, 8},
-    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16},
-    {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4},
-    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16},
-    {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8},
-    {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32},
-    {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16},
-    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 3}, /* below VEC (8): pieces of one vector */
+    {TJ_DTYPE_F32, 1000, 1, 1, 1, 16, true, 8, 0},
+    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16, 0},
+    {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4, 0},
+    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16, 0},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8, 0},
+    {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32, 0},
+    {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16, 0},
+    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 3, 0}, /* below VEC (8): pieces of one vector */
+    /* STASH: the first pieces in shared memory, the rest read again */
+    {TJ_DTYPE_F32, 5000, 1, 1, 2, 16, true, 16, 4096},    /* 2 of 8 pieces */
+    {TJ_DTYPE_BF16, 20000, 1, 2, 1, 16, true, 32, 4096},  /* 2 of 16 */
+    {TJ_DTYPE_F16, 9000, 2, 1, 1, 16, true, 16, 3000},    /* 1 of 16 */
+    {TJ_DTYPE_F32, 60000, 1, 1, 1, 16, true, 128, 70000}, /* over 48 KiB: 4 of 16 */
 };
 
 START_TEST(softmax_staged) {
@@ -304,7 +322,7 @@ START_TEST(splits_share_one_workspace) {
   size_t ws_bytes = 2 * TJ_WORKSPACE_COUNTERS; /* room for all: never made again */
   void *ws = calloc(1, ws_bytes);
   for (size_t i = 0; i < sizeof splits_in_turn / sizeof splits_in_turn[0]; i++) {
-    Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false, 0};
+    Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false, 0, 0};
     run_softmax_on(&k, 90, &ws, &ws_bytes);
   }
   free(ws);

@@ -45,7 +45,7 @@ typedef struct Options {
   const char *ir_file;
   int which; /* tj_softmax_template */
   int64_t n, m, block;
-  int warps, align, arch, backend, cluster, split, stage;
+  int warps, align, arch, backend, cluster, split, stage, stash;
   int dtype; /* tj_dtype */
   int emit;  /* Emit */
   int annotate, validate, phased;
@@ -93,6 +93,9 @@ static const CliOption option_table[] = {
     {.name = "stage", .kind = CLI_INT, .offset = AT(stage), .lo = -1, .hi = 128, .value = "K",
      .help = "STAGE: a thread holds K elements at a time, the row kept in shared memory "
              "(softmax: default the plan's, -1 none; --ir: default none)"},
+    {.name = "stash", .kind = CLI_INT, .offset = AT(stash), .lo = 1, .hi = 1 << 30, .value = "BYTES",
+     .help = "STASH: with STAGE, the most shared memory a CTA keeps the row in; the rest "
+             "is read again (softmax: default the plan's; --ir: default all)"},
     {.name = "emit", .kind = CLI_CHOICE, .offset = AT(emit), .choices = emit_names,
      .value = "WHAT", .help = "ptx, ir or cuda (the NVRTC backend's C); default ptx"},
     {.name = "backend", .kind = CLI_CHOICE, .offset = AT(backend), .choices = backend_names,
@@ -171,7 +174,8 @@ static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options 
                                 .which_template = (tj_softmax_template)o->which,
                                 .cluster = o->cluster,
                                 .split = o->split,
-                                .stage = o->stage};
+                                .stage = o->stage,
+                                .stash = o->stash};
   tj_softmax_plan plan;
   tj_status st = tj_device_nominal(o->arch, &device);
   if (st == TJ_OK)
@@ -285,6 +289,7 @@ int main(int argc, char **argv) {
     so.cluster = o.cluster;
     so.split = o.split;
     so.stage = o.stage > 0 ? o.stage : 0;
+    so.stash = so.stage ? o.stash : 0;
   }
   so.align = o.align;
   so.phased = o.phased;

@@ -5,7 +5,7 @@
  *   tj-bench --codegen   [--iters K] [--arch sm_XX] [--csv FILE]
  *   tj-bench --bandwidth [--set large|small|wide|huge|all | --n LIST] [--m M]
  *                        [--dtype f32|f16|bf16|all] [--backend ptx|nvrtc|both]
- *                        [--warps W] [--cluster C] [--split S] [--stage K] [--template T]
+ *                        [--warps W] [--cluster C] [--split S] [--stage K] [--stash B] [--template T]
  *                        [--reps K] [--csv FILE]
  *   tj-bench --latency   [--warps W] [--cluster C] [--split S] [--template T]
  *                        [--csv FILE]
@@ -131,7 +131,7 @@ typedef struct Options {
   int masked;      /* --masked: tj_masked_softmax (masked_of) instead */
   const char *csv_path;
   int which_template;      /* --template, for plan */
-  tj_softmax_options plan; /* --warps, --cluster, --split, --stage, --template (backend unused) */
+  tj_softmax_options plan; /* --warps, --cluster, --split, --stage, --stash, --template */
 } Options;
 
 typedef struct Shape {
@@ -1220,6 +1220,9 @@ static const CliOption option_table[] = {
      .modes = PLAN, .value = "K",
      .help = "STAGE of the plan: elements a thread holds at a time, the row kept in shared "
              "memory (-1: none)"},
+    {.name = "stash", .kind = CLI_INT, .offset = AT(plan.stash), .lo = 1, .hi = 1 << 30,
+     .modes = PLAN, .value = "BYTES",
+     .help = "STASH of the plan: the most shared memory a staged CTA keeps the row in"},
     {.name = "template", .kind = CLI_CHOICE, .offset = AT(which_template),
      .choices = template_choices, .modes = PLAN, .value = "T",
      .help = "auto, single or online, in the plan"},
@@ -1245,7 +1248,7 @@ static const CliOption option_table[] = {
 static const CliTool tool = {
     .name = "tj-bench",
     .usage = "tj-bench [--bandwidth | --latency | --all | --codegen | --warm-start] [options]",
-    .about = "--warps, --cluster, --split, --stage and --template override tj_softmax's plan\n"
+    .about = "--warps, --cluster, --split, --stage, --stash and --template override tj_softmax's plan\n"
              "(tj_softmax_options). Only --codegen runs without a CUDA driver and GPU.\n",
     .options = option_table,
     .count = sizeof option_table / sizeof option_table[0],

@@ -401,6 +401,7 @@ typedef struct CgStream {
   int current;  /* the phase being lowered */
   int *stash;   /* STAGE: per load, its pieces' offset in tj_smem, or -1 */
   int *fetched; /* STAGE: per stashed load, the phase that reads memory, or -1 */
+  int kept;     /* STAGE: the pieces [0, kept) that the stash holds (STASH caps it) */
 } CgStream;
 
 /* Tile elements a thread keeps in registers at most (32768 / T, at most
@@ -418,8 +419,18 @@ void cg_lower_streamed(CgCtx *c);
 /* The reductions in the order they combine across threads; their count. */
 int cg_stream_order(const CgCtx *c, int *order);
 /* STAGE: whether load inst reads its piece back from shared memory (a
- * later phase than the one that loaded it), and the moves either way. */
+ * later phase than the one that loaded it), and the moves either way; a
+ * piece the stash does not keep (STASH) is neither written nor read. */
 bool cg_stash_holds(CgCtx *c, int inst);
+/* STAGE with STASH: when the stash does not keep every piece, branches to
+ * $Lkept_N if the piece being lowered is kept (kept), else to $Lunkept_N
+ * if it is not, and returns N; -1 (no code) when it keeps them all. */
+int cg_stash_branch(CgCtx *c, bool kept);
+/* STAGE with STASH: whether access inst marks its lines evict-first in L2
+ * (.cs): the stores, and the loads of the last phase (x's pieces past the
+ * stash, read for the last time), so that neither evicts the pieces that
+ * the last phase has yet to read again. */
+bool cg_stream_evict_first(const CgCtx *c, int inst);
 void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots);
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots);
 /* The most shared memory a CTA of the arch may have (with the opt-in). */

@@ -46,6 +46,7 @@
 typedef struct Access {
   CgCtx *c;
   const IrInst *in;
+  const char *space; /* "global", or "global.cs" (evict first: cg_stream_evict_first) */
   CgLayout *l;
   tj_elem elem; /* the pointee */
   int esize, chunk;
@@ -152,6 +153,7 @@ static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
   memset(a, 0, sizeof *a);
   a->c = c;
   a->in = in;
+  a->space = cg_stream_evict_first(c, inst) ? "global.cs" : "global";
   a->offsets = in->args[1];
   a->l = cg_layout_of(c, a->offsets);
   a->elem = (tj_elem)c->p->types[in->args[0]].elem;
@@ -466,7 +468,7 @@ static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperan
   int k = q * a->chunk + v;
   Where w[2];
   for (int i = 0, n = where(a, pred, k, w); i < n; i++)
-    cg_line(&a->c->em, "%sld.global.%s %s, %s;", prefix(w[i].pred).s, scalar_type(a), CG_N(dst[k]),
+    cg_line(&a->c->em, "%sld.%s.%s %s, %s;", prefix(w[i].pred).s, a->space, scalar_type(a), CG_N(dst[k]),
             w[i].address.s);
 }
 
@@ -485,7 +487,7 @@ static void load_vectors(Access *a, CgOperand *dst) {
   vector_type(a, type, sizeof type);
   for (int q = 0; q < chunks; q++) {
     operand_list(w + q * nw, nw, list);
-    cg_line(&c->em, "%sld.global.%s %s%s%s, %s;", prefix(p[q].full).s, type, nw > 1 ? "{" : "",
+    cg_line(&c->em, "%sld.%s.%s %s%s%s, %s;", prefix(p[q].full).s, a->space, type, nw > 1 ? "{" : "",
             list, nw > 1 ? "}" : "", address(a, q * n).s);
   }
   for (int i = 0; i < chunks * nw && half(a); i++)
@@ -522,20 +524,31 @@ static void load_from_memory(CgCtx *c, int inst, CgVal *r) {
 }
 
 /* A staged load (stream.c) reads memory in its first phase, keeping the
- * piece in shared memory, and reads it back from there in later ones. */
+ * piece in shared memory, and reads it back from there in later ones; a
+ * piece the stash does not keep (STASH) comes from memory again, into the
+ * same registers. */
 void cg_lower_load(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
   CgVal *r = &c->vals[in->result];
-  if (cg_stash_holds(c, inst)) {
+  if (!cg_stash_holds(c, inst)) {
+    load_from_memory(c, inst, r);
+    if (cg_ok(c)) cg_stash_write(c, inst, r->slots);
+    return;
+  }
+  int label = cg_stash_branch(c, true);
+  if (label >= 0) {
+    load_from_memory(c, inst, r);
+    if (!cg_ok(c)) return;
+    cg_line(&c->em, "bra.uni $Lunkept_%d;", label);
+    cg_raw(&c->em, "$Lkept_%d:\n", label);
+  } else {
     int slots = cg_layout_of(c, in->args[1])->slots;
     if (!(r->slots = cg_new_slots(c, slots))) return;
     tj_elem elem = (tj_elem)c->p->types[in->args[0]].elem;
     for (int k = 0; k < slots; k++) r->slots[k] = cg_reg_of(c, elem);
-    cg_stash_read(c, inst, r->slots);
-    return;
   }
-  load_from_memory(c, inst, r);
-  if (cg_ok(c)) cg_stash_write(c, inst, r->slots);
+  cg_stash_read(c, inst, r->slots);
+  if (label >= 0) cg_raw(&c->em, "$Lunkept_%d:\n", label);
 }
 
 /* ---- stores ----------------------------------------------------------------- */
@@ -552,7 +565,7 @@ static void store_element(Access *a, CgOperand pred, int q, int e, const CgOpera
   int k = q * a->chunk + e;
   Where w[2];
   for (int i = 0, n = where(a, pred, k, w); i < n; i++)
-    cg_line(&a->c->em, "%sst.global.%s %s, %s;", prefix(w[i].pred).s, scalar_type(a),
+    cg_line(&a->c->em, "%sst.%s.%s %s, %s;", prefix(w[i].pred).s, a->space, scalar_type(a),
             w[i].address.s, CG_N(v[k]));
 }
 
@@ -573,7 +586,7 @@ static void store_vectors(Access *a, const CgOperand *v) {
   vector_type(a, type, sizeof type);
   for (int q = 0; q < chunks; q++) {
     operand_list(w + q * nw, nw, list);
-    cg_line(&c->em, "%sst.global.%s %s, %s%s%s;", prefix(p[q].full).s, type, address(a, q * n).s,
+    cg_line(&c->em, "%sst.%s.%s %s, %s%s%s;", prefix(p[q].full).s, a->space, type, address(a, q * n).s,
             nw > 1 ? "{" : "", list, nw > 1 ? "}" : "");
   }
   for (int q = 0; q < chunks; q++)

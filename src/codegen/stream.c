@@ -42,7 +42,12 @@
  * exactly what the registers held, masked-off elements' `other` included,
  * so every phase sees the values the first one did, in place included.
  * A stash is laid out [piece][unit][thread] in units of up to 16 bytes
- * (U), so a warp's accesses are contiguous. A CTA then holds its share of
+ * (U), so a warp's accesses are contiguous. STASH (tj_spec_options.stash)
+ * caps its bytes: it keeps the first pieces that fit, and later phases
+ * read the rest from memory again. Those are the pieces the first phase
+ * read last and the last phase walks first (backwards), so they are the
+ * likeliest to be still in L2: a row wider than the grid's shared memory
+ * is read once, less what L2 does not keep of the rest. A CTA then holds its share of
  * the row on chip with few registers, and several CTAs share an SM: one
  * loads while another computes (bench/experiments/softmax_staged_rows.cu).
  */
@@ -216,13 +221,21 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
     mark_needed(c, ph, need);
     for (int i = 0; i < p->ninsts; i++) phases[i] += need[i] && p->insts[i].op == TJ_OP_LOAD;
   }
+  /* STASH: the pieces [0, kept) that its bytes hold, each piece of every
+   * stashed load (a piece's units are whole 16-byte multiples for a CTA). */
+  int64_t per_piece = 0;
+  for (int i = 0; i < p->ninsts; i++)
+    if (phases[i] >= 2) per_piece += ((int64_t)piece_bytes(c, i) * c->geo.threads + 15) / 16 * 16;
+  st->kept = st->pieces;
+  if (c->spec->stash > 0 && per_piece > 0 && c->spec->stash / per_piece < st->pieces)
+    st->kept = (int)(c->spec->stash / per_piece);
   int64_t bytes = c->shared.bytes; /* in 64 bits: a CTA's share may be 2^30 elements */
   for (int i = 0; i < p->ninsts; i++) {
     st->stash[i] = st->fetched[i] = -1;
-    if (phases[i] < 2 || bytes > cg_max_shared(c->arch)) continue;
+    if (phases[i] < 2 || st->kept == 0 || bytes > cg_max_shared(c->arch)) continue;
     int64_t at = (bytes + 15) / 16 * 16;
     st->stash[i] = (int)at;
-    bytes = at + (int64_t)piece_bytes(c, i) * c->geo.threads * st->pieces;
+    bytes = at + (int64_t)piece_bytes(c, i) * c->geo.threads * st->kept;
   }
   if (bytes > cg_max_shared(c->arch)) {
     cg_fail(c, TJ_ERR_UNSUPPORTED,
@@ -296,9 +309,30 @@ static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to)
   }
 }
 
+int cg_stash_branch(CgCtx *c, bool kept) {
+  CgStream *st = &c->stream;
+  if (st->kept >= st->pieces) return -1;
+  int label = c->em.labels++;
+  CgOperand is_kept = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "setp.lt.s32 %s, %s, %lld;", CG_N(is_kept), CG_N(c->piece_start),
+          (long long)(st->step * st->kept));
+  cg_line(&c->em, "@%s%s bra.uni $L%s_%d;", kept ? "" : "!", CG_N(is_kept),
+          kept ? "kept" : "unkept", label);
+  return label;
+}
+
+bool cg_stream_evict_first(const CgCtx *c, int inst) {
+  const CgStream *st = &c->stream;
+  if (!c->streamed || !st->stash || st->kept >= st->pieces) return false;
+  return c->p->insts[inst].op == TJ_OP_STORE || st->current == st->phases - 1;
+}
+
+/* A piece the stash does not keep skips the store. */
 void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots) {
-  if (c->streamed && c->stream.stash && c->stream.stash[inst] >= 0)
-    stash_move(c, inst, slots, NULL);
+  if (!c->streamed || !c->stream.stash || c->stream.stash[inst] < 0) return;
+  int label = cg_stash_branch(c, false);
+  stash_move(c, inst, slots, NULL);
+  if (label >= 0) cg_raw(&c->em, "$Lunkept_%d:\n", label);
 }
 
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots) { stash_move(c, inst, NULL, slots); }

@@ -270,6 +270,7 @@ struct tj_spec {
   int split;   /* SPLIT, >= 1 */
   bool phased; /* vectors from each instance's own 16-byte phase (tj_spec_options) */
   int stage;   /* STAGE, 0: none (tj_spec_options) */
+  int stash;   /* STASH: the stash's most bytes a CTA, 0: all it needs */
   char error[TJ_ERROR_MAX];
 };
 

@@ -66,6 +66,10 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
                    (long long)o->block, (long long)threads);
   if (o->stage < 0 || o->stage > 128)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: stage %d is not 0 to 128", o->stage);
+  if (o->stash < 0 || (o->stash && !o->stage))
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT,
+                   "specialize: stash %d is not 0, or bytes of a STAGE's stash (stage is 0)",
+                   o->stash);
   if (o->align && (!is_pow2(o->align) || o->align > 16))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: align %d is not 1, 2, 4, 8 or 16",
                    o->align);
@@ -88,6 +92,7 @@ static tj_status bind_all(tj_program *p, tj_program *s, const tj_spec_options *o
   spec->dtype = o->dtype;
   spec->phased = o->phased != 0;
   spec->stage = o->stage;
+  spec->stash = o->stash;
   bind(s, TJ_CONST_BLOCK, spec->block);
   bind(s, TJ_CONST_NUM_WARPS, spec->num_warps);
   bind(s, TJ_CONST_ALIGN, spec->align);
@@ -132,7 +137,7 @@ static tj_status substitute(tj_program *p, tj_program *s) {
 
 /* The key, or NULL when out of memory: a hash of part of the text would
  * give two programs one key. */
-static char *make_key(const tj_program *p, tj_program *s, bool phased, int stage) {
+static char *make_key(const tj_program *p, tj_program *s, const tj_spec *spec) {
   TjBuf text, key;
   buf_init(&text);
   buf_init(&key);
@@ -147,8 +152,9 @@ static char *make_key(const tj_program *p, tj_program *s, bool phased, int stage
              (unsigned long long)h, ir_dtype_name(s->dtype));
   for (int i = 0; i < s->nconsts; i++)
     buf_printf(&key, "|%s=%lld", s->consts[i].name, (long long)s->consts[i].value);
-  if (phased) buf_printf(&key, "|PHASE=1");
-  if (stage) buf_printf(&key, "|STAGE=%d", stage);
+  if (spec->phased) buf_printf(&key, "|PHASE=1");
+  if (spec->stage) buf_printf(&key, "|STAGE=%d", spec->stage);
+  if (spec->stash) buf_printf(&key, "|STASH=%d", spec->stash);
   return buf_take(&key); /* NULL if any of it was dropped */
 }
 
@@ -163,7 +169,7 @@ static tj_status build(tj_program *p, const tj_spec_options *o, tj_spec *spec) {
   s->specialized = true;
   if ((st = substitute(p, s)) != TJ_OK) return st;
   if ((st = ir_verify(s)) != TJ_OK) return ir_fail(p, st, "after specialization: %s", s->error);
-  if (!(spec->key = make_key(p, s, spec->phased, spec->stage)))
+  if (!(spec->key = make_key(p, s, spec)))
     return ir_fail(p, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   spec->hash = tj_fnv1a(spec->key, strlen(spec->key), TJ_FNV_SEED);
   return TJ_OK;

@@ -69,6 +69,7 @@ static tj_status check_options(tj_context *ctx, tj_row_op op, const tj_softmax_o
   if (o->split < 0 || o->split > 1024) return invalid(ctx, op, "split must be 0 (default) to 1024");
   if (o->stage < -1 || o->stage > 128)
     return invalid(ctx, op, "stage must be 0 (default), -1 (none) or 1 to 128");
+  if (o->stash < 0) return invalid(ctx, op, "stash must be 0 (default) or bytes");
   return TJ_OK;
 }
 
@@ -159,7 +160,7 @@ static bool same_key(const RtFastKey *a, const RtFastKey *b) {
          a->phased == b->phased && a->backend == b->backend && a->plan.which == b->plan.which &&
          a->plan.block == b->plan.block && a->plan.num_warps == b->plan.num_warps &&
          a->plan.cluster == b->plan.cluster && a->plan.split == b->plan.split &&
-         a->plan.stage == b->plan.stage;
+         a->plan.stage == b->plan.stage && a->plan.stash == b->plan.stash;
 }
 
 static RtFastSlot *slot_of(tj_context *ctx, const RtFastKey *k) {
@@ -249,7 +250,7 @@ static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_so
  * false when there is nothing left. */
 static bool shrink(tj_softmax_plan *plan, tj_dtype dtype, int64_t n) {
   if (plan->stage)
-    plan->stage = 0;
+    plan->stage = plan->stash = 0;
   else if (plan->cluster > 1)
     plan->cluster /= 2;
   else if (plan->split > 1)

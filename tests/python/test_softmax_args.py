@@ -143,7 +143,7 @@ def child_arguments(tilejit, torch, recorder):
     # Options reach C as a struct; the defaults as NULL.
     tilejit.softmax(x, num_warps=8)
     assert recorder.calls[-1][9] == {"num_warps": 8, "backend": 0, "which_template": 0,
-                                     "cluster": 0, "split": 0, "stage": 0}
+                                     "cluster": 0, "split": 0, "stage": 0, "stash": 0}
     tilejit.softmax(x, backend="nvrtc", template="online")
     assert recorder.calls[-1][9]["backend"] == 1 and recorder.calls[-1][9]["which_template"] == 2
     tilejit.softmax(x)
