@@ -9,8 +9,11 @@
 #   old      --stage -1: the plan as it was before staging
 #   plan     the default plan (staged where softmax_plan.c says so)
 #   forced   STAGE 32 with the CTA shapes given, against both
-# SET: rows (default: one CTA to a cluster of 16 a row) or split (rows
-# wider than 16 CTAs hold, and few huge rows, over the grid).
+# SET: rows (default: one CTA to a cluster of 16 a row), split (rows
+# wider than 16 CTAs hold, and few huge rows, over the grid), stash (rows
+# wider than the grid's shared memory: the plan's STASH against reading x
+# twice and other stash shapes) or balance (splits that leave no round of
+# rows half empty, against the plan's).
 set -uo pipefail
 build=${1:?usage: bench/stage_sweep.sh BUILD_DIR [OUT_DIR]}
 out=${2:-.}
@@ -31,6 +34,26 @@ row() { # LABEL N DTYPE [tj-bench options]
   echo "$label,$n,$dtype,$*,$line" >>"$csv"
 }
 
+if [ "$set" = stash ]; then
+  for shape in "1 10000000 f32" "4 10000000 f32" "1 16777216 f32" "4 16777216 f32" \
+    "1 16777216 bf16" "4 16777216 bf16" "1 50000000 f32" "1 50000000 bf16"; do
+    read -r m n dtype <<<"$shape"
+    row old "$n" "$dtype" -m "$m" --stage -1
+    row plan "$n" "$dtype" -m "$m"
+    row k16 "$n" "$dtype" -m "$m" --warps 8 --split 256 --stage 16 --stash 114688
+    row w16k16 "$n" "$dtype" -m "$m" --warps 16 --split 264 --stage 16 --stash 114688
+  done
+  exit 0
+fi
+if [ "$set" = balance ]; then
+  for shape in "64 1048576 bf16 36" "64 1048576 f16 36" "64 1048576 f32 66" \
+    "128 524288 f32 33" "256 524288 bf16 16" "256 524288 f16 16" "256 524288 bf16 24"; do
+    read -r m n dtype s <<<"$shape"
+    row plan "$n" "$dtype" -m "$m"
+    row "s$s" "$n" "$dtype" -m "$m" --warps 8 --split "$s" --stage 32
+  done
+  exit 0
+fi
 if [ "$set" = split ]; then
   for shape in "128 524288 f32 16 2" "64 1048576 f32 16 4" "64 1048576 bf16 16 2"; do
     read -r m n dtype c s <<<"$shape"

@@ -448,6 +448,7 @@ static tj_softmax_plan plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n,
 /* The strategy (softmax_plan.c) for the shapes it distinguishes. */
 START_TEST(plan_for_every_kind_of_shape) {
   const tj_softmax_template S = TJ_SOFTMAX_SINGLE;
+  const tj_softmax_options none = {.stage = -1};
   /* Rows up to 32768 (under 64 KiB): one CTA, the warps of the table, on
    * any arch; a few rows of 64 KiB too. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 1000, NULL), S, 1024, 4, 1, 1);
@@ -465,7 +466,11 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), 43008, 3, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 512, 131072, NULL), 131072, 8, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), 262144, 8, 1);
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 16, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 262144, NULL), 262144, 8, 1);
+  /* ... not in a cluster of 16: over the grid (and for 128 rows in rounds
+   * of 22, not 24 and 8). */
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 1, 16);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 128, 524288, NULL), 524288, 1, 18);
   ASSERT_STAGED(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
   /* Wider, or few rows, or no clusters (sm_80): over the grid, at least
    * the CTAs of 64 KiB the row needs, as many as fill the device (132 SMs,
@@ -475,18 +480,33 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), 1013760, 1, 99);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 1, 10000000, NULL), 10485760, 1, 256);
   ASSERT_STAGED(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 1, 4);
-  /* Rows no 256 staged CTAs hold (over 96 KiB each): the grid level of
-   * 512-thread CTAs that hold the row in registers; one they cannot hold
-   * streams through 1024-thread CTAs, reading x twice. BLOCK is whole
-   * vectors of every thread, where that is below the next power of two. */
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL), S, 10272768, 32, 1, 132);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL), S, 50823168, 32, 1, 132);
-  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL), S, 1 << 22, 32, 1, 108);
+  /* ... a split that leaves no round of rows less than half full: 64 rows
+   * of 2^20 bf16 in rounds of 11 (36 CTAs a row), not of 12 and 4 (32). */
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 1, 36);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 128, 1 << 19, NULL), 1 << 19, 1, 32);
+  /* Rows no 256 staged CTAs hold (over 96 KiB each): every CTA the grid
+   * holds (256, SPLIT's most), the rows in turn, each keeping what its
+   * part of the SM's shared memory holds (STASH: two CTAs an SM on sm_90,
+   * three on sm_80); the rest is read again. BLOCK is whole vectors of
+   * every thread, where that is below the next power of two. */
+  tj_softmax_plan partial = plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL);
+  ASSERT_STAGED(partial, 10223616, 1, 256);
+  ck_assert_int_eq(partial.stash, 112 * 1024);
+  partial = plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL);
+  ASSERT_STAGED(partial, 50331648, 1, 256);
+  ck_assert_int_eq(partial.stash, 112 * 1024);
+  partial = plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL);
+  ASSERT_STAGED(partial, 1 << 22, 1, 256);
+  ck_assert_int_eq(partial.stash, 52 * 1024);
+  /* ... where no CTA keeps 32 KiB so (sm_86: 99 KiB an SM), the grid level
+   * of 512-thread CTAs that hold the row in registers; one they cannot
+   * hold streams through 1024-thread CTAs, reading x twice. */
+  ASSERT_PLAN(plan_of(86, TJ_DTYPE_F32, 1, 1 << 22, NULL), S, 1 << 22, 32, 1, 84);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4, 10000000, &none), S, 10272768, 32, 1, 132);
   /* Before sm_80 nothing is staged: clusters do not exist, the grid level
    * holds the row (sm_75: 40 SMs). */
   ASSERT_PLAN(plan_of(75, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 1, 8);
   /* STAGE -1: the plans without staging, for the shapes above. */
-  tj_softmax_options none = {.stage = -1};
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, &none), S, 65536, 4, 8, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, &none), S, 32768, 16, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000000, &none), S, 1 << 20, 16, 1, 264);

@@ -11,10 +11,12 @@
  *     measured on an H200 in f32; per arch and dtype the measured lines of
  *     softmax_tuning.inc, tools/tj-tune.py's, take precedence): one CTA,
  *     or a lane group, per row;
- *   - rows of 64 KiB and more (sm_80 and later) are staged where the
- *     shared memory of one CTA, a cluster or the grid holds them
- *     (plan_staged): x is read once, three 256-thread CTAs share an SM;
- *     the rules below are for the rest, and for STAGE -1;
+ *   - rows of 64 KiB and more (sm_80 and later) are staged (plan_staged):
+ *     where the shared memory of one CTA, a cluster of up to 8 or the grid
+ *     holds them, x is read once and three 256-thread CTAs share an SM;
+ *     wider rows keep what the grid's shared memory holds and read the
+ *     rest again, from L2 as far as it keeps it (plan_partial); the rules
+ *     below are for the rest, and for STAGE -1;
  *   - on sm_90, wider rows with enough of them to fill the device take a
  *     cluster of at most 16 CTAs of 128 or 256 threads at 64 elements a
  *     thread: the row stays on chip, x is read once, and two to four CTAs
@@ -96,7 +98,7 @@ static tj_status check(const tj_device_info *d, tj_dtype dtype, int64_t m, int64
     return TJ_ERR_INVALID_ARGUMENT;
   if (o->cluster < 0 || o->cluster > 16 || o->split < 0 || o->split > 1024)
     return TJ_ERR_INVALID_ARGUMENT;
-  if (o->stage < -1 || o->stage > 128) return TJ_ERR_INVALID_ARGUMENT;
+  if (o->stage < -1 || o->stage > 128 || o->stash < 0) return TJ_ERR_INVALID_ARGUMENT;
   if (d->sm_count < 1) return TJ_ERR_INVALID_ARGUMENT;
   return TJ_OK;
 }
@@ -174,11 +176,12 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
  * elements a thread in registers at a time. x is read from memory once, a
  * CTA needs few registers, and up to three share an SM, so that one loads
  * while the others compute. Shares of at most STAGE_CTA_BYTES: in one CTA
- * or a cluster of up to 16 (sm_90) while enough rows fill the device; else,
+ * or a cluster of up to 8 (sm_90) while enough rows fill the device; else,
  * for rows wider than one CTA's registers hold, over the grid (SPLIT), with
  * as many CTAs a row as fill the device when rows are few, each share at
- * most STAGE_CTA_MAX (few rows of at most 32768 stay one CTA a row). A row wider still keeps
- * the plans above (it streams, reading x twice).
+ * most STAGE_CTA_MAX (few rows of at most 32768 stay one CTA a row). A row
+ * wider still keeps what it can (plan_partial), else the plans above (it
+ * streams, reading x twice).
  * Measured on an H100 (bench/RESULTS.md, 2026-11-25), % of copy, old plan
  * against staged: one CTA bf16 32768 93.5 / 96.6; clusters f32 65536
  * 91.1 / 95.9, 262144 80.8 / 90.7, bf16 65536 77.9 / 94.0, 524288 59.6 /
@@ -188,7 +191,8 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
  * 65536 in clusters of 8) gave 89.9 and of 128 KiB (2) 83.0, against 95.9
  * at 64 KiB; one CTA of 128 KiB (f32 32768) 91.2 against 97.1 for two. The
  * hand-written experiment bench/experiments/softmax_staged_rows.cu showed
- * the same shape first. */
+ * the same shape first. Rows wider than the grid's shared memory keep
+ * what it holds and read the rest again (plan_partial). */
 #define STAGE_MIN_BYTES (64 * 1024)
 #define STAGE_CTA_BYTES (64 * 1024)
 #define STAGE_CTA_MAX   (96 * 1024)
@@ -215,12 +219,49 @@ static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
   return tiles * ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES * STAGE_THREADS * elem;
 }
 
+/* A row wider than the grid's shared memory holds: every CTA the device
+ * holds at STAGE_THREADS (at most STAGE_THREADS of them, SPLIT's limit), the
+ * rows in turn, each keeping the first pieces of its share that its part of
+ * the SM's shared memory holds (STASH). The rest is read again, the pieces
+ * read last first, from L2 as far as it keeps them (codegen/stream.c). */
+static void plan_partial(const tj_device_info *d, tj_softmax_plan *plan) {
+  int64_t split = resident(d, STAGE_THREADS, 64);
+  if (split > STAGE_THREADS) split = STAGE_THREADS;
+  int64_t per_sm = ceil_div(split, d->sm_count);
+  int64_t stash = (d->max_shared_per_sm / per_sm - 2048) / 1024 * 1024;
+  if (stash > d->max_shared_per_block_optin - 1024) stash = d->max_shared_per_block_optin - 1024;
+  if (stash < STAGE_CTA_BYTES / 2) return;
+  plan->cluster = 1;
+  plan->split = (int)split;
+  plan->stash = (int)stash;
+}
+
+/* When the rows take rounds of the grid (fill / split rows at a time) and
+ * the last round would be less than half full, a larger split that needs
+ * no round more, so that the rows share the rounds evenly. Measured on an
+ * H100 (bench/RESULTS.md, 2026-11-26), % of copy: 64 x 2^20 in bf16 and
+ * f16, a split of 32 (rounds of 12 rows, the last of 4) 80.6 and 80.7, of
+ * 36 (rounds of 11) 82.8 and 82.7; with the last round two thirds full no
+ * gain: f32 128 x 524288 93.5 at 32, 91.4 at 33. */
+static int64_t balance_rounds(int64_t fill, int64_t rows, int64_t split) {
+  int64_t groups = fill / split, left = groups ? rows % groups : 0;
+  if (rows <= groups || left == 0 || 2 * left >= groups) return split;
+  int64_t need = ceil_div(rows, ceil_div(rows, groups)), wider = fill / need;
+  return wider < STAGE_THREADS ? wider : STAGE_THREADS;
+}
+
 static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n, int tiles,
                         bool wide, tj_softmax_plan *plan) {
   int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
   if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80 || bytes < STAGE_MIN_BYTES) return;
   if (d->max_shared_per_block_optin < STAGE_CTA_BYTES + 1024) return;
-  int most = d->arch >= 90 && d->cluster_launch ? MAX_CLUSTER : 1;
+  /* Clusters of at most 8 (portable): a row of 16 such CTAs ran faster
+   * over the grid (H100, 2026-11-26, % of copy, a cluster of 16 against a
+   * split of 16: f32 256 x 262144 90.8 / 94.7, bf16 256 x 524288 86.9 /
+   * 88.9, f16 87.1 / 89.5; but bf16 128 x 524288 85.5 / 83.3), while 16-bit
+   * rows of 2 to 8 such CTAs ran 4 to 9 points slower split than in a
+   * cluster, and f32 131072 the same (95.1 / 94.8). */
+  int most = d->arch >= 90 && d->cluster_launch ? PORTABLE_CLUSTER : 1;
   while (ctas <= most && stash_bytes(n, tiles, elem, ctas) > STAGE_CTA_BYTES) ctas++;
   if (ctas <= most && m * ctas >= (int64_t)d->sm_count) {
     plan->cluster = (int)ctas; /* one CTA, or a cluster */
@@ -229,11 +270,16 @@ static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n,
     int64_t fill = staged_resident(d, STAGE_CTA_BYTES), rows = m > 0 ? m : 1;
     int64_t split = fill / rows > ctas ? fill / rows : ctas;
     if (split > STAGE_THREADS) split = STAGE_THREADS;
+    split = balance_rounds(fill, rows, split);
     int64_t share = stash_bytes(n, tiles, elem, split);
-    if (!d->cooperative_launch || share > STAGE_CTA_MAX || staged_resident(d, share) < split)
-      return;
-    plan->cluster = 1;
-    plan->split = (int)split;
+    if (!d->cooperative_launch) return;
+    if (share > STAGE_CTA_MAX || staged_resident(d, share) < split) {
+      plan_partial(d, plan);
+      if (!plan->stash) return;
+    } else {
+      plan->cluster = 1;
+      plan->split = (int)split;
+    }
   } else {
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
@@ -325,6 +371,8 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
+  if (o->stash) plan->stash = o->stash;
+  if (!plan->stage) plan->stash = 0;
   rt_softmax_fit_block(plan, dtype, n);
   return TJ_OK;
 }
@@ -357,5 +405,6 @@ tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, i
   out->cluster = plan->cluster;
   out->split = plan->split;
   out->stage = plan->stage;
+  out->stash = plan->stage ? plan->stash : 0;
   return TJ_OK;
 }
