@@ -28,7 +28,9 @@ typedef struct Golden {
  * fused max and sum), and streamed in pieces over 128 CTAs (phases, a
  * reverse second pass). Then rows at any phase (codegen/phase.c), and two
  * staged rows as planned (STAGE, codegen/stream.c: pieces kept in .extern
- * shared memory), over a cluster of 2 and over 64 CTAs of the grid. */
+ * shared memory), over a cluster of 2 and over 64 CTAs of the grid; and a
+ * row wider than the grid's shared memory, its stash capped (STASH: the
+ * rest read again, with evict-first hints). */
 static const Golden goldens[] = {
     {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0, 0}, {0, 0}},
     {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0, 0}, {0, 0}},
@@ -49,6 +51,8 @@ static const Golden goldens[] = {
      {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 65536, 0, 0, 16, 90, 0, 0}, {0, 0}},
     {"softmax_f32_n1048576_staged_split64_sm90.ptx",
      {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1048576, 0, 0, 16, 90, 0, 0}, {0, 0}},
+    {"softmax_f32_n16777216_stash_split256_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 16777216, 0, 0, 16, 90, 0, 0}, {0, 0}},
 };
 
 static char *read_all(const char *path) {
