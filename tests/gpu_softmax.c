@@ -165,7 +165,9 @@ END_TEST
 /* Rows at any phase of 16 bytes (phased kernels, codegen/phase.c): offsets
  * 1 to VEC-1 elements, strides N+1 and N+3 (every row at another phase),
  * in place, and x and y at different phases (y then moves element by
- * element). Widths from the odd ones of real models. */
+ * element). Widths from the odd ones of real models; the widest also in
+ * enough rows to fill the device, which the plan stages (one CTA or a
+ * cluster a row, the staged kernel phased). */
 START_TEST(rows_at_any_phase) {
   static const int64_t ns[] = {1, 7, 77, 197, 577, 1023, 3000, 12345, 32001, 50257};
   size_t count = gpu_quick() ? 7 : sizeof ns / sizeof ns[0]; /* to 3000 under sanitizers */
@@ -188,6 +190,13 @@ START_TEST(rows_at_any_phase) {
       c = add(d, m, n);
       c->x_stride = n + 1;
       c->y_stride = n + 2;
+      if (n < 32001) continue;
+      c = add(d, 300, n); /* staged */
+      c->x_stride = c->y_stride = n + 1;
+      c->offset = 3;
+      c = add(d, 300, n);
+      c->x_stride = c->y_stride = n + 5;
+      c->in_place = true;
     }
   run("rows at any phase", false);
 }

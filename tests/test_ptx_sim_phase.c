@@ -33,6 +33,7 @@ typedef struct Case {
   int64_t rows, x_stride, y_stride;
   int64_t x_at, y_at; /* elements from a 16-byte boundary to the first row */
   bool in_place;
+  int stage, stash; /* STAGE and STASH: a staged row (stream.c) */
 } Case;
 
 static tj_spec *phased_spec(const Case *k, tj_program **p) {
@@ -42,7 +43,9 @@ static tj_spec *phased_spec(const Case *k, tj_program **p) {
                        .align = (int)dtype_bytes(k->dtype),
                        .cluster = k->cluster,
                        .split = k->split,
-                       .phased = 1};
+                       .phased = 1,
+                       .stage = k->stage,
+                       .stash = k->stash};
   tj_spec *s = NULL;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, p), TJ_OK);
   ck_assert_msg(tj_specialize(*p, &o, &s) == TJ_OK, "%s", tj_program_error(*p));
@@ -83,10 +86,11 @@ static void fill(void *x, const Case *k, TjRng *rng) {
 
 static void label(const Case *k, char *out, size_t size) {
   snprintf(out, size,
-           "%s n=%lld rows=%lld strides %lld/%lld at %lld/%lld%s cluster=%d split=%d sm_%d",
+           "%s n=%lld rows=%lld strides %lld/%lld at %lld/%lld%s cluster=%d split=%d stage=%d "
+           "stash=%d sm_%d",
            dtype_label(k->dtype), (long long)k->n, (long long)k->rows, (long long)k->y_stride,
            (long long)k->x_stride, (long long)k->y_at, (long long)k->x_at,
-           k->in_place ? " in place" : "", k->cluster, k->split, k->arch);
+           k->in_place ? " in place" : "", k->cluster, k->split, k->stage, k->stash, k->arch);
 }
 
 static void run(const Case *k) {
@@ -148,7 +152,7 @@ START_TEST(one_row_at_every_phase) {
   int64_t n = widths[_i];
   for (int d = 0; d < TJ_DTYPE_COUNT; d++)
     for (int at = 0; at < vec_of((tj_dtype)d); at++) {
-      Case k = {(tj_dtype)d, n, 0, 1, 1, (d + at) % 2 ? 80 : 90, 1, n, n, at, at, false};
+      Case k = {(tj_dtype)d, n, 0, 1, 1, (d + at) % 2 ? 80 : 90, 1, n, n, at, at, false, 0, 0};
       run(&k);
     }
 }
@@ -163,7 +167,7 @@ START_TEST(rows_at_every_phase) {
       for (int e = 0; e < 3; e++) {
         int64_t n = ns[i], stride = n + extra[e];
         int64_t at = (int64_t)(i + (size_t)e) % vec_of((tj_dtype)d);
-        Case k = {(tj_dtype)d, n, 0, 1, 1, e == 1 ? 75 : 90, 9, stride, stride, at, at, false};
+        Case k = {(tj_dtype)d, n, 0, 1, 1, e == 1 ? 75 : 90, 9, stride, stride, at, at, false, 0, 0};
         run(&k);
       }
 }
@@ -175,8 +179,8 @@ START_TEST(x_and_y_at_different_phases) {
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       int64_t n = ns[i];
-      Case a = {(tj_dtype)d, n, 0, 1, 1, 90, 5, n, n, 1, 2, false};
-      Case b = {(tj_dtype)d, n, 0, 1, 1, 80, 5, n + 1, n, 0, 3, false};
+      Case a = {(tj_dtype)d, n, 0, 1, 1, 90, 5, n, n, 1, 2, false, 0, 0};
+      Case b = {(tj_dtype)d, n, 0, 1, 1, 80, 5, n + 1, n, 0, 3, false, 0, 0};
       run(&a);
       run(&b);
     }
@@ -185,19 +189,30 @@ END_TEST
 
 START_TEST(in_place) {
   for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-    Case k = {(tj_dtype)d, 999, 0, 1, 1, 90, 6, 1001, 1001, 3, 3, true};
+    Case k = {(tj_dtype)d, 999, 0, 1, 1, 90, 6, 1001, 1001, 3, 3, true, 0, 0};
     run(&k);
   }
 }
 END_TEST
 
-/* A streamed row (one warp holds 8192 elements in pieces): a streamed
- * layout is not phased (phase.c), and the kernel stays right. */
+/* Streamed rows (one warp holds 8192 elements in pieces), read twice or
+ * staged (their pieces kept in shared memory, all or the first ones), in
+ * one CTA or a cluster, rows at every phase: the streamed layout is phased
+ * (phase.c), only the first piece's first vector wraps. */
 START_TEST(streamed_rows) {
-  for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-    Case k = {(tj_dtype)d, 8001, 1, 1, 1, 90, 3, 8003, 8003, 1, 1, false};
-    run(&k);
-  }
+  static const struct {
+    int64_t n, extra;
+    int cluster, stage, stash;
+  } shapes[] = {{8001, 2, 1, 0, 0},     {8001, 3, 1, 16, 0}, {3000, 1, 2, 8, 0},
+                {20000, 5, 1, 32, 8192}, {4093, 0, 1, 4, 0},  {9000, 7, 3, 16, 3000}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      int64_t n = shapes[i].n, stride = n + shapes[i].extra;
+      int64_t at = (int64_t)(i + (size_t)d) % vec_of((tj_dtype)d);
+      Case k = {(tj_dtype)d, n, 1, shapes[i].cluster, 1, 90, 5, stride, stride, at, at,
+                false, shapes[i].stage, shapes[i].stash};
+      run(&k);
+    }
 }
 END_TEST
 
@@ -261,8 +276,8 @@ END_TEST
 /* A row over a cluster and over a split of the grid. */
 START_TEST(clusters_and_splits) {
   for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-    Case cluster = {(tj_dtype)d, 3001, 1, 2, 1, 90, 5, 3001, 3001, 1, 1, false};
-    Case split = {(tj_dtype)d, 5001, 1, 1, 3, 80, 5, 5003, 5003, 2, 2, false};
+    Case cluster = {(tj_dtype)d, 3001, 1, 2, 1, 90, 5, 3001, 3001, 1, 1, false, 0, 0};
+    Case split = {(tj_dtype)d, 5001, 1, 1, 3, 80, 5, 5003, 5003, 2, 2, false, 0, 0};
     run(&cluster);
     run(&split);
   }

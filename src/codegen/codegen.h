@@ -200,6 +200,7 @@ typedef struct CgLayout {
   bool phased;       /* elements rotated by the instance's phase (phase.c) */
   int phase_source;  /* phased: the access whose address gives the phase */
   CgOperand rotated; /* phased, once the phase is known: lane*VEC - phase (base32) */
+  CgOperand lanes;   /* phased, once the phase is known: lane*VEC, the slots' positions */
 } CgLayout;
 
 /* Threads of a CTA of `threads` per instance whose longest tile has

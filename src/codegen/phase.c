@@ -29,11 +29,15 @@
  * first memory access has affine offsets (arange + s) and sits outside any
  * loop, and no value of the layout needs its slots before that access, nor
  * does a reduction read them (they would be computed before q is known; an
- * affine value defined before it gets its slots at the source). No layout
- * of a streamed kernel is phased: a streamed layout's pieces would each
- * wrap, and the kernel is lowered stream phase by stream phase, not in
- * program order. Nor is a kernel split over the grid (SPLIT > 1): ptxas
- * spilled 8 bytes in 16-bit ones at N = 2^20.
+ * affine value defined before it gets its slots at the source). In a
+ * streamed kernel (stream.c) only the streamed layout may be phased, and
+ * only when its source is in the first stream phase, which is lowered
+ * first: the rotation is over the whole tile, so only the first piece's
+ * first vector of lane 0 wraps (cg_phase_wraps adds the piece's start),
+ * and a piece's repeats are guarded by their positions, not their rotated
+ * elements. A staged kernel's stash holds the rotated slots as loaded. No
+ * kernel split over the grid (SPLIT > 1) is phased: ptxas spilled 8 bytes
+ * in 16-bit ones at N = 2^20.
  */
 #include "codegen/codegen.h"
 
@@ -76,7 +80,9 @@ void cg_plan_phase(CgCtx *c) {
 void cg_unphase_streamed(CgCtx *c) {
   for (int i = 0; i < c->nlayouts; i++) {
     CgLayout *l = &c->layouts[i];
-    if (l->vec == 1 || c->streamed) l->phased = false;
+    bool streams = c->streamed && l->phased && i == c->stream.layout &&
+                   c->stream.phase[l->phase_source] == 0;
+    if (l->vec == 1 || (c->streamed && !streams)) l->phased = false;
   }
 }
 
@@ -90,6 +96,7 @@ void cg_phase_begin(CgCtx *c, CgLayout *l, CgOperand start_address, int esize) {
   cg_line(e, "shr.u32 %s, %s, %d;", CG_N(q), CG_N(low), cg_log2(esize));
   cg_line(e, "shl.b32 %s, %s, %d;", CG_N(lanes), CG_N(c->geo.lane), cg_log2(l->vec));
   cg_line(e, "sub.s32 %s, %s, %s;", CG_N(l->rotated), CG_N(lanes), CG_N(q));
+  l->lanes = lanes;
   l->base32 = l->rotated;
   if (l->base64.cls == CG_B64 && !l->base64.imm) {
     l->base64 = cg_reg(e, CG_B64);
@@ -107,11 +114,18 @@ bool cg_phase_pending(const CgCtx *c, int value) {
   return l->phased && l->rotated.cls != CG_B32;
 }
 
-/* Slot k < VEC wraps when lane*VEC + k < q, that is rotated + k < 0. */
+/* Slot k < VEC wraps when lane*VEC + k < q, that is rotated + k < 0; in a
+ * streamed layout only in the first piece (rotated + piece start + k < 0). */
 bool cg_phase_wraps(CgCtx *c, const CgLayout *l, int slot, CgOperand *wraps) {
   if (!l->phased || slot >= l->vec || l->rotated.cls != CG_B32) return false;
+  CgOperand at = l->rotated, start = c->piece_start;
+  bool piece = c->streamed && l == &c->layouts[c->stream.layout];
+  if (piece && !(start.imm && start.bits == 0)) {
+    at = cg_reg(&c->em, CG_B32);
+    cg_line(&c->em, "add.s32 %s, %s, %s;", CG_N(at), CG_N(l->rotated), CG_N(start));
+  }
   *wraps = cg_reg(&c->em, CG_PRED);
-  cg_line(&c->em, "setp.lt.s32 %s, %s, %d;", CG_N(*wraps), CG_N(l->rotated), -slot);
+  cg_line(&c->em, "setp.lt.s32 %s, %s, %d;", CG_N(*wraps), CG_N(at), -slot);
   return true;
 }
 

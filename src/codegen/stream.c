@@ -166,13 +166,15 @@ tj_status cg_plan_stream(CgCtx *c) {
   return TJ_OK;
 }
 
-/* A piece's repeat j holds elements (its first: lane*VEC + piece start +
- * j*span*VEC) only where they are inside the tile. */
+/* A piece's repeat j holds elements (its first position: lane*VEC + piece
+ * start + j*span*VEC; a phased layout's base is rotated, its positions are
+ * not) only where they are inside the tile. */
 static void piece_guards(CgCtx *c) {
   CgLayout *l = &c->layouts[c->stream.layout];
   if (!l->dynamic) return;
   CgOperand first = cg_reg(&c->em, CG_B32);
-  cg_line(&c->em, "add.s32 %s, %s, %s;", CG_N(first), CG_N(l->base32), CG_N(c->piece_start));
+  CgOperand base = l->phased && l->rotated.cls == CG_B32 ? l->lanes : l->base32;
+  cg_line(&c->em, "add.s32 %s, %s, %s;", CG_N(first), CG_N(base), CG_N(c->piece_start));
   for (int j = 0; j < l->reps; j++) {
     CgOperand ok = cg_reg(&c->em, CG_PRED);
     int64_t below = l->len - (int64_t)j * c->geo.span * l->vec;

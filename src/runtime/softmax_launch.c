@@ -299,12 +299,18 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   if (key.align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
   bool any_phase =
       key.align < 16 && n * elem >= PHASED_ROW_BYTES && same_phase(elem, m, a, count);
-  /* Staged kernels (STAGE) are never phased: rows off 16 bytes would move
-   * element by element. They keep the plans measured for them (phased or
-   * element by element in registers) unless the caller asks for STAGE. */
+  /* A staged kernel (STAGE) is phased like any other (codegen/phase.c), in
+   * one CTA or a cluster; over the grid (SPLIT), or where x and y are at
+   * different phases, it would move rows off 16 bytes element by element,
+   * so those keep the plans without staging unless the caller asks for it. */
   tj_softmax_options planned = *o;
-  if (key.align < 16 && !o->stage) planned.stage = -1;
-  if ((st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan)) != TJ_OK)
+  st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan);
+  if (st == TJ_OK && key.align < 16 && key.plan.stage && !o->stage &&
+      (key.plan.split > 1 || !any_phase)) {
+    planned.stage = -1;
+    st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan);
+  }
+  if (st != TJ_OK)
     return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", row_ops[op].api, (long long)m,
                    (long long)n,
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
