@@ -25,6 +25,7 @@
  * Exits 77 (skipped) only when no ptxas is found.
  */
 #include "codegen/codegen.h"
+#include "runtime/runtime.h" /* rt_row_plan */
 #include "support_ptx.h"
 
 #include "support.h"
@@ -301,15 +302,17 @@ static void add_spread(PtxBatch *b, Spread *c) {
   tj_spec *s = NULL;
   tj_spec_options o;
   tj_device_info device;
-  /* As tj_softmax plans: rows off 16-byte boundaries are staged only where
-   * the staged kernel is phased (no grid split). */
+  /* As tj_softmax plans rows at one phase: rows off 16-byte boundaries are
+   * staged only where the staged kernel is phased (no grid split). */
   tj_softmax_options options = {.cluster = c->cluster, .split = c->split};
   tj_softmax_plan plan;
+  bool phased = c->align < 16;
   ck_assert_int_eq(tj_device_nominal(c->arch, &device), TJ_OK);
-  ck_assert_int_eq(tj_row_plan_for(&device, c->op, c->dtype, c->m, c->n, &options, &plan), TJ_OK);
-  if (c->align < 16 && plan.stage && plan.split > 1 && !c->cluster && !c->split) {
+  ck_assert_int_eq(rt_row_plan(&device, c->op, c->dtype, c->m, c->n, &options, phased, &plan),
+                   TJ_OK);
+  if (phased && plan.stage && plan.split > 1 && !c->cluster && !c->split) {
     options.stage = -1;
-    ck_assert_int_eq(tj_row_plan_for(&device, c->op, c->dtype, c->m, c->n, &options, &plan),
+    ck_assert_int_eq(rt_row_plan(&device, c->op, c->dtype, c->m, c->n, &options, false, &plan),
                      TJ_OK);
   }
   c->cluster = plan.cluster;

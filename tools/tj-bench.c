@@ -434,9 +434,11 @@ static tj_status case_open(Bench *b, Case *c) {
   c->bytes = (size_t)c->m * (size_t)c->n * elem;
   if (!(c->host_x = allocate(c->bytes, 1, "x on the host"))) return TJ_ERR_OUT_OF_MEMORY;
   fill_x(b, c);
+  /* --offset E shifts x and y by E elements: room for them (at 20 bytes and
+   * more, f32 at offsets from 5, the upload ran past a 16-byte margin). */
   size_t shift = (size_t)b->opt->offset * elem;
-  tj_status st = tj_device_alloc(b->ctx, c->bytes + 16, &c->x_buffer);
-  if (st == TJ_OK) st = tj_device_alloc(b->ctx, c->bytes + 16, &c->y_buffer);
+  tj_status st = tj_device_alloc(b->ctx, c->bytes + shift + 16, &c->x_buffer);
+  if (st == TJ_OK) st = tj_device_alloc(b->ctx, c->bytes + shift + 16, &c->y_buffer);
   c->x = c->x_buffer + shift;
   c->y = c->y_buffer + shift;
   if (st == TJ_OK) st = tj_copy_to_device(b->ctx, c->x, c->host_x, c->bytes);

@@ -300,15 +300,15 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   bool any_phase =
       key.align < 16 && n * elem >= PHASED_ROW_BYTES && same_phase(elem, m, a, count);
   /* A staged kernel (STAGE) is phased like any other (codegen/phase.c), in
-   * one CTA or a cluster; over the grid (SPLIT), or where x and y are at
-   * different phases, it would move rows off 16 bytes element by element,
-   * so those keep the plans without staging unless the caller asks for it. */
+   * one CTA or a cluster (rt_row_plan); where x and y are at different
+   * phases it would move rows off 16 bytes element by element, so those
+   * keep the plans without staging unless the caller asks for it. */
   tj_softmax_options planned = *o;
-  st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan);
+  st = rt_row_plan(&ctx->info, op, dtype, m, n, &planned, any_phase, &key.plan);
   if (st == TJ_OK && key.align < 16 && key.plan.stage && !o->stage &&
       (key.plan.split > 1 || !any_phase)) {
     planned.stage = -1;
-    st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan);
+    st = rt_row_plan(&ctx->info, op, dtype, m, n, &planned, false, &key.plan);
   }
   if (st != TJ_OK)
     return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", row_ops[op].api, (long long)m,

@@ -194,6 +194,7 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
  * the same shape first. Rows wider than the grid's shared memory keep
  * what it holds and read the rest again (plan_partial). */
 #define STAGE_MIN_BYTES (64 * 1024)
+#define STAGE_MIN_ELEMS 16385 /* ... or elements (16-bit rows over 32 KiB) */
 #define STAGE_CTA_BYTES (64 * 1024)
 #define STAGE_CTA_MAX   (96 * 1024)
 #define STAGE_THREADS   256
@@ -250,10 +251,16 @@ static int64_t balance_rounds(int64_t fill, int64_t rows, int64_t split) {
   return wider < STAGE_THREADS ? wider : STAGE_THREADS;
 }
 
+/* phased: rows off 16-byte boundaries, whose staged kernel is phased only
+ * without a grid split (codegen/phase.c): one CTA or a cluster, else no
+ * staging. (A staged cluster of 16 ran misaligned f32 262144 at 89% of copy
+ * against 80% unstaged, but compute-sanitizer's synccheck reported
+ * divergent threads at its CTA barrier, which it does not for 8.) */
 static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n, int tiles,
-                        bool wide, tj_softmax_plan *plan) {
+                        bool wide, bool phased, tj_softmax_plan *plan) {
   int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
-  if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80 || bytes < STAGE_MIN_BYTES) return;
+  if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80) return;
+  if (bytes < STAGE_MIN_BYTES && n * tiles < STAGE_MIN_ELEMS) return;
   if (d->max_shared_per_block_optin < STAGE_CTA_BYTES + 1024) return;
   /* Clusters of at most 8 (portable): a row of 16 such CTAs ran faster
    * over the grid (H100, 2026-11-26, % of copy, a cluster of 16 against a
@@ -266,7 +273,7 @@ static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n,
   if (ctas <= most && m * ctas >= (int64_t)d->sm_count) {
     plan->cluster = (int)ctas; /* one CTA, or a cluster */
     plan->split = 1;
-  } else if (wide) {
+  } else if (wide && !phased) {
     int64_t fill = staged_resident(d, STAGE_CTA_BYTES), rows = m > 0 ? m : 1;
     int64_t split = fill / rows > ctas ? fill / rows : ctas;
     if (split > STAGE_THREADS) split = STAGE_THREADS;
@@ -334,6 +341,12 @@ static int several_tiles_warps(const tj_device_info *d, int elem, int64_t held, 
 
 tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
                           int64_t n, const tj_softmax_options *options, tj_softmax_plan *plan) {
+  return rt_row_plan(device, op, dtype, m, n, options, false, plan);
+}
+
+tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
+                      int64_t n, const tj_softmax_options *options, bool phased,
+                      tj_softmax_plan *plan) {
   static const tj_softmax_options none;
   const tj_softmax_options *o = options ? options : &none;
   tj_device_info nominal_device;
@@ -367,7 +380,8 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
    * chose the rule: softmax backward keeps its own measured plans (its
    * rows of 16384 ran at 101% of copy) until staging is measured for it. */
   bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
-  if (!o->stage && !chosen && tiles == 1) plan_staged(device, elem, m, n, tiles, wide, plan);
+  if (!o->stage && !chosen && tiles == 1)
+    plan_staged(device, elem, m, n, tiles, wide, phased, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
