@@ -197,20 +197,23 @@ END_TEST
 
 /* Streamed rows (one warp holds 8192 elements in pieces), read twice or
  * staged (their pieces kept in shared memory, all or the first ones), in
- * one CTA or a cluster, rows at every phase: the streamed layout is phased
- * (phase.c), only the first piece's first vector wraps. */
+ * one CTA, a cluster or a staged split, rows at every phase: the streamed
+ * layout is phased (phase.c), only the first piece's first vector wraps. */
 START_TEST(streamed_rows) {
   static const struct {
     int64_t n, extra;
     int cluster, stage, stash;
-  } shapes[] = {{8001, 2, 1, 0, 0},     {8001, 3, 1, 16, 0}, {3000, 1, 2, 8, 0},
-                {20000, 5, 1, 32, 8192}, {4093, 0, 1, 4, 0},  {9000, 7, 3, 16, 3000}};
+    int split; /* staged splits over the grid are phased too */
+  } shapes[] = {{8001, 2, 1, 0, 0, 1},      {8001, 3, 1, 16, 0, 1}, {3000, 1, 2, 8, 0, 1},
+                {20000, 5, 1, 32, 8192, 1}, {4093, 0, 1, 4, 0, 1},  {9000, 7, 3, 16, 3000, 1},
+                {7001, 1, 1, 8, 0, 3},      {12000, 3, 1, 16, 2048, 2}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       int64_t n = shapes[i].n, stride = n + shapes[i].extra;
       int64_t at = (int64_t)(i + (size_t)d) % vec_of((tj_dtype)d);
-      Case k = {(tj_dtype)d, n, 1, shapes[i].cluster, 1, 90, 5, stride, stride, at, at,
-                false, shapes[i].stage, shapes[i].stash};
+      int arch = shapes[i].cluster == 1 && i % 2 ? 80 : 90;
+      Case k = {(tj_dtype)d, n, 1, shapes[i].cluster, shapes[i].split, arch, 5,
+                stride, stride, at, at, false, shapes[i].stage, shapes[i].stash};
       run(&k);
     }
 }

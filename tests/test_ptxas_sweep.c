@@ -25,7 +25,6 @@
  * Exits 77 (skipped) only when no ptxas is found.
  */
 #include "codegen/codegen.h"
-#include "runtime/runtime.h" /* rt_row_plan */
 #include "support_ptx.h"
 
 #include "support.h"
@@ -302,25 +301,17 @@ static void add_spread(PtxBatch *b, Spread *c) {
   tj_spec *s = NULL;
   tj_spec_options o;
   tj_device_info device;
-  /* As tj_softmax plans rows at one phase: rows off 16-byte boundaries are
-   * staged only where the staged kernel is phased (no grid split). */
   tj_softmax_options options = {.cluster = c->cluster, .split = c->split};
   tj_softmax_plan plan;
-  bool phased = c->align < 16;
   ck_assert_int_eq(tj_device_nominal(c->arch, &device), TJ_OK);
-  ck_assert_int_eq(rt_row_plan(&device, c->op, c->dtype, c->m, c->n, &options, phased, &plan),
-                   TJ_OK);
-  if (phased && plan.stage && plan.split > 1 && !c->cluster && !c->split) {
-    options.stage = -1;
-    ck_assert_int_eq(rt_row_plan(&device, c->op, c->dtype, c->m, c->n, &options, false, &plan),
-                     TJ_OK);
-  }
+  ck_assert_int_eq(tj_row_plan_for(&device, c->op, c->dtype, c->m, c->n, &options, &plan), TJ_OK);
   c->cluster = plan.cluster;
   c->split = plan.split;
   ck_assert_int_eq(tj_row_program(c->op, plan.which, c->n, &p), TJ_OK);
   ck_assert_int_eq(tj_softmax_spec_options(&plan, c->dtype, c->n, &o), TJ_OK);
   o.align = c->align;
-  o.phased = c->align < 16 && plan.split == 1; /* as tj_softmax asks for rows at one phase, */
+  /* as tj_softmax asks for rows at one phase (a split only staged), */
+  o.phased = c->align < 16 && (plan.split == 1 || plan.stage);
   if (o.phased && o.num_warps == 32) o.num_warps = 16; /* in CTAs of 512 threads */
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
   tj_codegen_options co = {c->arch, 0, 0};

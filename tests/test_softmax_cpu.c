@@ -433,15 +433,6 @@ static tj_softmax_plan plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n,
   return plan;
 }
 
-/* The plan of rows at one phase off 16-byte boundaries (rt_row_plan). */
-static tj_softmax_plan phased_plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n) {
-  tj_device_info device;
-  tj_softmax_plan plan;
-  ck_assert_int_eq(tj_device_nominal(arch, &device), TJ_OK);
-  ck_assert_int_eq(rt_row_plan(&device, TJ_ROW_SOFTMAX, dtype, m, n, NULL, true, &plan), TJ_OK);
-  return plan;
-}
-
 #define ASSERT_PLAN_STAGE(p, w, b, nw, c, sp, st)                                                  \
   do {                                                                                             \
     ck_assert_int_eq((p).which, (w));                                                              \
@@ -520,12 +511,6 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* Before sm_80 nothing is staged: clusters do not exist, the grid level
    * holds the row (sm_75: 40 SMs). */
   ASSERT_PLAN(plan_of(75, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 1, 8);
-  /* Rows at one phase off 16 bytes: staged in one CTA or a cluster of up to
-   * 8 (the phased kernel), never over the grid. */
-  ASSERT_STAGED(phased_plan_of(90, TJ_DTYPE_F32, 512, 131072), 131072, 8, 1);
-  ASSERT_STAGED(phased_plan_of(90, TJ_DTYPE_BF16, 2048, 50257), 53248, 2, 1);
-  ASSERT_PLAN_STAGE(phased_plan_of(90, TJ_DTYPE_F32, 64, 1 << 20), S, 1 << 20, 16, 1, 64, 0);
-  ASSERT_PLAN_STAGE(phased_plan_of(80, TJ_DTYPE_F32, 1024, 65536), S, 65536, 16, 1, 8, 0);
   /* STAGE -1: the plans without staging, for the shapes above. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, &none), S, 65536, 4, 8, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, &none), S, 32768, 16, 1, 1);

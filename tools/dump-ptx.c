@@ -24,7 +24,6 @@
  */
 #include "cli.h"
 #include "codegen/codegen.h"
-#include "runtime/runtime.h" /* rt_row_plan: the plan of rows at any phase */
 #include "tilejit.h"
 
 #include <stddef.h>
@@ -167,8 +166,8 @@ static int check_args(const Options *o) {
 }
 
 /* Softmax as tj_softmax would run it for M rows (-m, default 65536) on a
- * nominal device of the arch (with --phased, for rows at one phase);
- * --template, --warps, --cluster, --split and --block override the plan. */
+ * nominal device of the arch; --template, --warps, --cluster, --split and
+ * --block override the plan. */
 static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options *so) {
   tj_device_info device;
   tj_softmax_options options = {.num_warps = o->warps,
@@ -180,8 +179,8 @@ static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options 
   tj_softmax_plan plan;
   tj_status st = tj_device_nominal(o->arch, &device);
   if (st == TJ_OK)
-    st = rt_row_plan(&device, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->m ? o->m : 65536, o->n,
-                     &options, o->phased != 0, &plan);
+    st = tj_softmax_plan_for(&device, (tj_dtype)o->dtype, o->m ? o->m : 65536, o->n, &options,
+                             &plan);
   if (st == TJ_OK && o->block) plan.block = o->block;
   if (st == TJ_OK) st = tj_softmax_program(plan.which, o->n, p);
   if (st == TJ_OK && (st = tj_softmax_spec_options(&plan, (tj_dtype)o->dtype, o->n, so)) != TJ_OK)

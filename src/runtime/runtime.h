@@ -512,13 +512,7 @@ void rt_workspace_free_all(tj_context *ctx);
  * or for a row over several CTAs the whole vectors of every thread when
  * that is less (after the runtime shrinks a plan, too). */
 void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n);
-/* tj_row_plan_for, for rows at any phase of 16 bytes when phased: their
- * staged kernels are phased (codegen/phase.c) in one CTA or a cluster of
- * up to 8, never split over the grid (they would move element by element
- * there), so they are staged only where that holds them. */
-tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
-                      int64_t n, const tj_softmax_options *options, bool phased,
-                      tj_softmax_plan *plan);
+
 
 /* ---------------------------------------------------- softmax_launch.c */
 

@@ -299,28 +299,25 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   if (key.align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
   bool any_phase =
       key.align < 16 && n * elem >= PHASED_ROW_BYTES && same_phase(elem, m, a, count);
-  /* A staged kernel (STAGE) is phased like any other (codegen/phase.c), in
-   * one CTA or a cluster (rt_row_plan); where x and y are at different
-   * phases it would move rows off 16 bytes element by element, so those
-   * keep the plans without staging unless the caller asks for it. */
+  /* A staged kernel (STAGE) is phased like any other (codegen/phase.c);
+   * where x and y are at different phases it would move rows off 16 bytes
+   * element by element, so those keep the plans without staging unless the
+   * caller asks for it. */
   tj_softmax_options planned = *o;
-  st = rt_row_plan(&ctx->info, op, dtype, m, n, &planned, any_phase, &key.plan);
-  if (st == TJ_OK && key.align < 16 && key.plan.stage && !o->stage &&
-      (key.plan.split > 1 || !any_phase)) {
-    planned.stage = -1;
-    st = rt_row_plan(&ctx->info, op, dtype, m, n, &planned, false, &key.plan);
-  }
+  if (key.align < 16 && !any_phase && !o->stage) planned.stage = -1;
+  st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan);
   if (st != TJ_OK)
     return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", row_ops[op].api, (long long)m,
                    (long long)n,
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
                                               "online template, or AUTO, takes any n)"
                                             : "");
-  /* Phased where the code generator phases: one tile, no grid split. A
-   * phased kernel needs a few registers more than the 64 a thread of a
-   * 1024-thread CTA has (ptxas spilled 12 bytes for f32 N = 32768 on
+  /* Phased where the code generator phases: one tile, no grid split unless
+   * staged. A phased kernel needs a few registers more than the 64 a thread
+   * of a 1024-thread CTA has (ptxas spilled 12 bytes for f32 N = 32768 on
    * sm_75 and sm_80): it runs 512-thread CTAs, twice the values a thread. */
-  key.phased = any_phase && key.plan.which == TJ_SOFTMAX_SINGLE && key.plan.split == 1;
+  key.phased = any_phase && key.plan.which == TJ_SOFTMAX_SINGLE &&
+               (key.plan.split == 1 || key.plan.stage);
   if (key.phased && key.plan.num_warps == 32 && !o->num_warps) key.plan.num_warps = 16;
   RtEntry *e = fast_find(ctx, &key);
   if (e) {

@@ -251,13 +251,8 @@ static int64_t balance_rounds(int64_t fill, int64_t rows, int64_t split) {
   return wider < STAGE_THREADS ? wider : STAGE_THREADS;
 }
 
-/* phased: rows off 16-byte boundaries, whose staged kernel is phased only
- * without a grid split (codegen/phase.c): one CTA or a cluster, else no
- * staging. (A staged cluster of 16 ran misaligned f32 262144 at 89% of copy
- * against 80% unstaged, but compute-sanitizer's synccheck reported
- * divergent threads at its CTA barrier, which it does not for 8.) */
 static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n, int tiles,
-                        bool wide, bool phased, tj_softmax_plan *plan) {
+                        bool wide, tj_softmax_plan *plan) {
   int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
   if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80) return;
   if (bytes < STAGE_MIN_BYTES && n * tiles < STAGE_MIN_ELEMS) return;
@@ -267,13 +262,15 @@ static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n,
    * split of 16: f32 256 x 262144 90.8 / 94.7, bf16 256 x 524288 86.9 /
    * 88.9, f16 87.1 / 89.5; but bf16 128 x 524288 85.5 / 83.3), while 16-bit
    * rows of 2 to 8 such CTAs ran 4 to 9 points slower split than in a
-   * cluster, and f32 131072 the same (95.1 / 94.8). */
+   * cluster, and f32 131072 the same (95.1 / 94.8). And compute-sanitizer's
+   * synccheck reported divergent threads at a CTA barrier in every cluster
+   * of 16 it ran, none in clusters of 8 (bench/RESULTS.md). */
   int most = d->arch >= 90 && d->cluster_launch ? PORTABLE_CLUSTER : 1;
   while (ctas <= most && stash_bytes(n, tiles, elem, ctas) > STAGE_CTA_BYTES) ctas++;
   if (ctas <= most && m * ctas >= (int64_t)d->sm_count) {
     plan->cluster = (int)ctas; /* one CTA, or a cluster */
     plan->split = 1;
-  } else if (wide && !phased) {
+  } else if (wide) {
     int64_t fill = staged_resident(d, STAGE_CTA_BYTES), rows = m > 0 ? m : 1;
     int64_t split = fill / rows > ctas ? fill / rows : ctas;
     if (split > STAGE_THREADS) split = STAGE_THREADS;
@@ -341,12 +338,6 @@ static int several_tiles_warps(const tj_device_info *d, int elem, int64_t held, 
 
 tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
                           int64_t n, const tj_softmax_options *options, tj_softmax_plan *plan) {
-  return rt_row_plan(device, op, dtype, m, n, options, false, plan);
-}
-
-tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
-                      int64_t n, const tj_softmax_options *options, bool phased,
-                      tj_softmax_plan *plan) {
   static const tj_softmax_options none;
   const tj_softmax_options *o = options ? options : &none;
   tj_device_info nominal_device;
@@ -380,8 +371,7 @@ tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype
    * chose the rule: softmax backward keeps its own measured plans (its
    * rows of 16384 ran at 101% of copy) until staging is measured for it. */
   bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
-  if (!o->stage && !chosen && tiles == 1)
-    plan_staged(device, elem, m, n, tiles, wide, phased, plan);
+  if (!o->stage && !chosen && tiles == 1) plan_staged(device, elem, m, n, tiles, wide, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
