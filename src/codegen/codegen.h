@@ -413,6 +413,9 @@ int cg_stream_limit(const CgCtx *c);
 bool cg_has_loop(const tj_program *p);
 /* Decides whether the widest tile is streamed, its pieces, and the phases. */
 tj_status cg_plan_stream(CgCtx *c);
+/* Whether instruction inst is lowered in the first stream phase's loop (a
+ * load there that only later phases use is not). */
+bool cg_stream_first_lowers(CgCtx *c, int inst);
 /* Whether instruction i runs once per piece. */
 bool cg_stream_per_piece(const CgCtx *c, int i);
 /* The instance's body of a streamed kernel, phase by phase. */

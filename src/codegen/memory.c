@@ -165,7 +165,9 @@ static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
   a->remat = a->mask != IR_NONE && c->facts.remat[a->mask];
   a->affine = c->facts.form[a->offsets] == CG_FORM_AFFINE;
   if (a->affine) {
-    if (a->l->phased && inst == a->l->phase_source) begin_phase(a);
+    /* Once: a later stream phase's load of the source (on one branch of a
+     * capped stash, stream.c) uses the phase its first phase computed. */
+    if (a->l->phased && inst == a->l->phase_source && a->l->rotated.cls != CG_B32) begin_phase(a);
     a->addr0 = thread_address(a);
     a->wraps = a->l->phased;
     a->aligned = cg_true();

@@ -363,6 +363,13 @@ static void mark_needed(const CgCtx *c, int ph, uint8_t *need) {
   }
 }
 
+bool cg_stream_first_lowers(CgCtx *c, int inst) {
+  uint8_t *need = cg_arena_alloc(&c->arena, (size_t)c->p->ninsts + 1);
+  if (!need) return false;
+  mark_needed(c, 0, need);
+  return need[inst] != 0;
+}
+
 typedef struct Running {
   int inst;
   CgRed acc;
