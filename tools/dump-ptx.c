@@ -93,7 +93,8 @@ static const CliOption option_table[] = {
     {.name = "stage", .kind = CLI_INT, .offset = AT(stage), .lo = -1, .hi = 128, .value = "K",
      .help = "STAGE: a thread holds K elements at a time, the row kept in shared memory "
              "(softmax: default the plan's, -1 none; --ir: default none)"},
-    {.name = "stash", .kind = CLI_INT, .offset = AT(stash), .lo = 1, .hi = 1 << 30, .value = "BYTES",
+    {.name = "stash", .kind = CLI_INT, .offset = AT(stash), .lo = 1, .hi = 1 << 30,
+     .value = "BYTES",
      .help = "STASH: with STAGE, the most shared memory a CTA keeps the row in; the rest "
              "is read again (softmax: default the plan's; --ir: default all)"},
     {.name = "emit", .kind = CLI_CHOICE, .offset = AT(emit), .choices = emit_names,

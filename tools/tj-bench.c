@@ -5,7 +5,8 @@
  *   tj-bench --codegen   [--iters K] [--arch sm_XX] [--csv FILE]
  *   tj-bench --bandwidth [--set large|small|wide|huge|all | --n LIST] [--m M]
  *                        [--dtype f32|f16|bf16|all] [--backend ptx|nvrtc|both]
- *                        [--warps W] [--cluster C] [--split S] [--stage K] [--stash B] [--template T]
+ *                        [--warps W] [--cluster C] [--split S] [--stage K] [--stash B]
+ *                        [--template T]
  *                        [--reps K] [--csv FILE]
  *   tj-bench --latency   [--warps W] [--cluster C] [--split S] [--template T]
  *                        [--csv FILE]
@@ -1250,7 +1251,8 @@ static const CliOption option_table[] = {
 static const CliTool tool = {
     .name = "tj-bench",
     .usage = "tj-bench [--bandwidth | --latency | --all | --codegen | --warm-start] [options]",
-    .about = "--warps, --cluster, --split, --stage, --stash and --template override tj_softmax's plan\n"
+    .about = "--warps, --cluster, --split, --stage, --stash and --template override tj_softmax's "
+             "plan\n"
              "(tj_softmax_options). Only --codegen runs without a CUDA driver and GPU.\n",
     .options = option_table,
     .count = sizeof option_table / sizeof option_table[0],

@@ -470,8 +470,8 @@ static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperan
   int k = q * a->chunk + v;
   Where w[2];
   for (int i = 0, n = where(a, pred, k, w); i < n; i++)
-    cg_line(&a->c->em, "%sld.%s.%s %s, %s;", prefix(w[i].pred).s, a->space, scalar_type(a), CG_N(dst[k]),
-            w[i].address.s);
+    cg_line(&a->c->em, "%sld.%s.%s %s, %s;", prefix(w[i].pred).s, a->space, scalar_type(a),
+            CG_N(dst[k]), w[i].address.s);
 }
 
 static void load_vectors(Access *a, CgOperand *dst) {
@@ -489,8 +489,8 @@ static void load_vectors(Access *a, CgOperand *dst) {
   vector_type(a, type, sizeof type);
   for (int q = 0; q < chunks; q++) {
     operand_list(w + q * nw, nw, list);
-    cg_line(&c->em, "%sld.%s.%s %s%s%s, %s;", prefix(p[q].full).s, a->space, type, nw > 1 ? "{" : "",
-            list, nw > 1 ? "}" : "", address(a, q * n).s);
+    cg_line(&c->em, "%sld.%s.%s %s%s%s, %s;", prefix(p[q].full).s, a->space, type,
+            nw > 1 ? "{" : "", list, nw > 1 ? "}" : "", address(a, q * n).s);
   }
   for (int i = 0; i < chunks * nw && half(a); i++)
     cg_line(&c->em, "mov.b32 {%s, %s}, %s;", CG_N(dst[2 * i]), CG_N(dst[2 * i + 1]), CG_N(w[i]));
@@ -588,8 +588,8 @@ static void store_vectors(Access *a, const CgOperand *v) {
   vector_type(a, type, sizeof type);
   for (int q = 0; q < chunks; q++) {
     operand_list(w + q * nw, nw, list);
-    cg_line(&c->em, "%sst.%s.%s %s, %s%s%s;", prefix(p[q].full).s, a->space, type, address(a, q * n).s,
-            nw > 1 ? "{" : "", list, nw > 1 ? "}" : "");
+    cg_line(&c->em, "%sst.%s.%s %s, %s%s%s;", prefix(p[q].full).s, a->space, type,
+            address(a, q * n).s, nw > 1 ? "{" : "", list, nw > 1 ? "}" : "");
   }
   for (int q = 0; q < chunks; q++)
     for (int k = 0; k < n; k++)

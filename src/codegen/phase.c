@@ -29,19 +29,20 @@
  * first memory access has affine offsets (arange + s) and sits outside any
  * loop, and no value of the layout needs its slots before that access, nor
  * does a reduction read them (they would be computed before q is known; an
- * affine value defined before it gets its slots at the source). In a
- * streamed kernel (stream.c) only the streamed layout may be phased, and
- * only when its source is lowered in the first stream phase's loop (a load
- * there that only later phases use is not), which is lowered first; the
- * phase is computed there once, not again where later phases load the
- * source (a capped stash loads it on one branch only): the rotation is over the whole tile, so only the first piece's
- * first vector of lane 0 wraps (cg_phase_wraps adds the piece's start),
- * and a piece's repeats are guarded by their positions, not their rotated
- * elements. A staged kernel's stash holds the rotated slots as loaded. A
- * kernel split over the grid (SPLIT > 1) is phased only when staged: ptxas
- * spilled 8 bytes in unstaged 16-bit ones at N = 2^20, while staged ones
- * (32 elements a thread in registers) take about 80 registers, none
- * spilled.
+ * affine value defined before it gets its slots at the source).
+ *
+ * In a streamed kernel (stream.c) only the streamed layout may be phased,
+ * and only when the first stream phase's loop, lowered first, lowers its
+ * source (a load there that only later phases use is not lowered there).
+ * The phase is computed there once, not again where later phases load the
+ * source (a capped stash loads it on one branch only). The rotation is
+ * over the whole tile, so only the first piece's first vector of lane 0
+ * wraps (cg_phase_wraps adds the piece's start), and a piece's repeats are
+ * guarded by their positions, not their rotated elements. A staged
+ * kernel's stash holds the rotated slots as loaded. A kernel split over
+ * the grid (SPLIT > 1) is phased only when staged: ptxas spilled 8 bytes
+ * in unstaged 16-bit ones at N = 2^20, while staged ones (32 elements a
+ * thread in registers) take about 80 registers, none spilled.
  */
 #include "codegen/codegen.h"
 
@@ -86,7 +87,6 @@ void cg_unphase_streamed(CgCtx *c) {
   for (int i = 0; i < c->nlayouts; i++) {
     CgLayout *l = &c->layouts[i];
     bool streams = c->streamed && l->phased && i == c->stream.layout &&
-                   c->stream.phase[l->phase_source] == 0 &&
                    cg_stream_first_lowers(c, l->phase_source);
     if (l->vec == 1 || (c->streamed && !streams)) l->phased = false;
   }

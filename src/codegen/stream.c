@@ -47,9 +47,10 @@
  * read the rest from memory again. Those are the pieces the first phase
  * read last and the last phase walks first (backwards), so they are the
  * likeliest to be still in L2: a row wider than the grid's shared memory
- * is read once, less what L2 does not keep of the rest. A CTA then holds its share of
- * the row on chip with few registers, and several CTAs share an SM: one
- * loads while another computes (bench/experiments/softmax_staged_rows.cu).
+ * is read once, less what L2 does not keep of the rest. A CTA then holds
+ * its share of the row on chip with few registers, and several CTAs share
+ * an SM: one loads while another computes
+ * (bench/experiments/softmax_staged_rows.cu).
  */
 #include "codegen/codegen.h"
 
