@@ -513,6 +513,8 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(75, TJ_DTYPE_F32, 1024, 65536, NULL), S, 65536, 16, 1, 8);
   /* STAGE -1: the plans without staging, for the shapes above. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1024, 65536, &none), S, 65536, 4, 8, 1);
+  /* ... a row of 16 such CTAs goes over the grid, not into a cluster of 16. */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 262144, &none), S, 262144, 16, 1, 16);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, &none), S, 32768, 16, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 1, 1000000, &none), S, 1 << 20, 16, 1, 264);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, &none), S, 1 << 20, 16, 1, 64);

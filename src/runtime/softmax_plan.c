@@ -18,7 +18,7 @@
  *     rest again, from L2 as far as it keeps it (plan_partial); the rules
  *     below are for the rest, and for STAGE -1;
  *   - on sm_90, wider rows with enough of them to fill the device take a
- *     cluster of at most 16 CTAs of 128 or 256 threads at 64 elements a
+ *     cluster of at most 8 CTAs of 128 or 256 threads at 64 elements a
  *     thread: the row stays on chip, x is read once, and two to four CTAs
  *     share an SM;
  *   - wider rows, few rows, or no clusters: CTAs of 512 threads at 32
@@ -40,7 +40,6 @@
 
 #define ROW_PER_CTA         32768 /* elements a 1024-thread CTA holds at 32 a thread */
 #define WIDE_THREADS        512   /* a CTA of a split, or of a cluster the caller asks for */
-#define MAX_CLUSTER         16
 #define PORTABLE_CLUSTER    8   /* the most CTAs of a cluster without the non-portable sizes */
 #define CLUSTER_VALUES      64  /* elements a thread of a cluster's CTA holds (sm_90) */
 #define CLUSTER_MIN_THREADS 128 /* ... to 256: two to four CTAs an SM */
@@ -120,7 +119,7 @@ static int64_t ctas_for(const tj_device_info *d, int64_t n, int threads) {
 
 /* A row wider than one CTA: on sm_90, a cluster of CTAs holding 64
  * elements a thread (about 100 to 127 registers, spill-free per the ptxas
- * sweep) when 16 of them hold the row and enough rows fill the device. The
+ * sweep) when 8 of them hold the row and enough rows fill the device. The
  * CTAs are small, 128 threads while 8 of them hold the row, else 256, so
  * that two to four share an SM and one loads while others reduce or wait
  * at their cluster's barrier. Measured on an H200 (bench/RESULTS.md,
@@ -132,7 +131,13 @@ static int64_t ctas_for(const tj_device_info *d, int64_t n, int threads) {
  * faster in clusters than in one 1024-thread CTA: 70.7 against 70.8.)
  * Otherwise a grid split of 512-thread CTAs at 32 a thread (at N = 524288
  * a split of 32 ran at 74% of copy in f32 and 54% in bf16, against 58% and
- * 45% for clusters of 16 1024-thread CTAs). warps: the caller's, or 0. */
+ * 45% for clusters of 16 1024-thread CTAs). Clusters stop at the portable
+ * 8: rows of 16 such CTAs ran faster over the grid (H100, 2026-11-26, % of
+ * copy, a cluster of 16 against a split of 16 at STAGE -1: f32 64 x 262144
+ * 76.5 / 86.5, bf16 256 x 262144 63.9 / 68.2; softmax backward f32 512 x
+ * 131072 93.1 / 94.5, 256 x 262144 92.8 / 92.2), and compute-sanitizer's
+ * synccheck reports divergent threads at a CTA barrier in clusters of 16,
+ * none in clusters of 8 (bench/RESULTS.md). warps: the caller's, or 0. */
 static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, int warps,
                       tj_softmax_plan *plan) {
   int threads = warps ? 32 * warps : WIDE_THREADS;
@@ -148,7 +153,7 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
       per_row = ceil_div(n, (int64_t)t * CLUSTER_VALUES);
       regs = CLUSTER_REGISTERS;
     }
-    if (per_row <= MAX_CLUSTER && m * per_row >= resident(d, t, regs)) {
+    if (per_row <= PORTABLE_CLUSTER && m * per_row >= resident(d, t, regs)) {
       plan->num_warps = t / 32;
       plan->cluster = (int)per_row;
       return;
@@ -336,7 +341,7 @@ static int several_tiles_warps(const tj_device_info *d, int elem, int64_t held, 
   const int threads = 256;
   if (tiles == 1 || ctas_for(d, held, threads) > resident(d, threads, 64)) return 0;
   bool in_cluster = d->arch == 90 && d->cluster_launch &&
-                    ceil_div(held, (int64_t)CLUSTER_MAX_THREADS * CLUSTER_VALUES) <= MAX_CLUSTER;
+                    ceil_div(held, (int64_t)CLUSTER_MAX_THREADS * CLUSTER_VALUES) <= PORTABLE_CLUSTER;
   return elem == 2 || !in_cluster ? threads / 32 : 0;
 }
 
