@@ -443,7 +443,8 @@ static tj_softmax_plan plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n,
     ck_assert_int_eq((p).stage, (st));                                                             \
   } while (0)
 #define ASSERT_PLAN(p, w, b, nw, c, sp) ASSERT_PLAN_STAGE(p, w, b, nw, c, sp, 0)
-#define ASSERT_STAGED(p, b, c, sp) ASSERT_PLAN_STAGE(p, TJ_SOFTMAX_SINGLE, b, 8, c, sp, 32)
+#define ASSERT_STAGED_AT(p, b, c, sp, st) ASSERT_PLAN_STAGE(p, TJ_SOFTMAX_SINGLE, b, 8, c, sp, st)
+#define ASSERT_STAGED(p, b, c, sp)        ASSERT_STAGED_AT(p, b, c, sp, 32)
 
 /* The strategy (softmax_plan.c) for the shapes it distinguishes. */
 START_TEST(plan_for_every_kind_of_shape) {
@@ -475,19 +476,24 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* ... not in a cluster of 16: over the grid (and for 128 rows in rounds
    * of 22, not 24 and 8). */
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 1, 16);
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 128, 524288, NULL), 524288, 1, 18);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 128, 524288, NULL), 524288, 1, 18, 40);
   ASSERT_STAGED(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
   /* Wider, or few rows, or no clusters (sm_80): over the grid, at least
    * the CTAs of 64 KiB the row needs, as many as fill the device (132 SMs,
    * three such CTAs each) when rows are few. */
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 64, 1 << 20, NULL), 1 << 20, 1, 64);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1, 1000000, NULL), 1 << 20, 1, 256);
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), 1013760, 1, 99);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_F32, 4, 1000000, NULL), 1013760, 1, 99, 40);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 1, 10000000, NULL), 10485760, 1, 256);
   ASSERT_STAGED(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 1, 4);
   /* ... a split that leaves no round of rows less than half full: 64 rows
    * of 2^20 bf16 in rounds of 11 (36 CTAs a row), not of 12 and 4 (32). */
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 1, 36);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 1, 36, 40);
+  /* STAGE 40 where its pieces cover a thread's share with fewer slots than
+   * 32's: 104 elements a thread in 120 slots, not 128 (a cluster of 2, BLOCK
+   * whole vectors of its 512 threads); f32's 52 stay in 64. */
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 4096, 50257, NULL), 53248, 2, 1, 40);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4096, 50257, NULL), 53248, 4, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 128, 1 << 19, NULL), 1 << 19, 1, 32);
   /* Rows no 256 staged CTAs hold (over 96 KiB each): every CTA the grid
    * holds (256, SPLIT's most), the rows in turn, each keeping what its

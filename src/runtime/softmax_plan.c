@@ -204,6 +204,7 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
 #define STAGE_CTA_MAX   (96 * 1024)
 #define STAGE_THREADS   256
 #define STAGE_VALUES    32
+#define STAGE_WIDER     40 /* ... or these, where they waste fewer slots (fitted_stage) */
 
 /* CTAs of STAGE_THREADS threads, each with `bytes` of shared memory, that
  * the device holds at once (at 64 registers a thread). */
@@ -217,12 +218,29 @@ static int64_t staged_resident(const tj_device_info *d, int64_t bytes) {
  * (`tiles` loads of it), as the code generator lays it out: BLOCK as
  * rt_softmax_fit_block makes it, each thread's share whole vectors and
  * then whole pieces of STAGE_VALUES (an upper bound of stream.c's). */
-static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
+static int64_t thread_share(int64_t n, int elem, int64_t ctas) {
   int64_t threads = ctas * STAGE_THREADS, vec = 16 / elem, block = tj_next_pow2(n);
   if (block > ROW_PER_CTA && ceil_div(n, threads * vec) * threads * vec < block)
     block = ceil_div(n, threads * vec) * threads * vec;
-  int64_t per_thread = ceil_div(block, threads * vec) * vec;
+  return ceil_div(block, threads * vec) * vec;
+}
+
+static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
+  int64_t per_thread = thread_share(n, elem, ctas);
   return tiles * ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES * STAGE_THREADS * elem;
+}
+
+/* STAGE for a row over `ctas` staged CTAs: STAGE_VALUES, or STAGE_WIDER
+ * where its pieces cover a thread's share with fewer slots (and so never
+ * more shared memory), since a thread computes on every slot of its last
+ * piece, loaded or not. Measured on an H100 (bench/RESULTS.md, 2026-11-26),
+ * % of copy: bf16 4096 x 50257 in clusters of 2 (104 elements a thread)
+ * 83.8 at 32 (128 slots), 89.2 at 40 (120). */
+static int fitted_stage(int64_t n, int elem, int64_t ctas) {
+  int64_t per_thread = thread_share(n, elem, ctas);
+  int64_t narrow = ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES;
+  int64_t wide = ceil_div(per_thread, STAGE_WIDER) * STAGE_WIDER;
+  return wide < narrow ? STAGE_WIDER : STAGE_VALUES;
 }
 
 /* A row wider than the grid's shared memory holds: every CTA the device
@@ -297,7 +315,7 @@ static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n,
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
   plan->num_warps = STAGE_THREADS / 32;
-  plan->stage = STAGE_VALUES;
+  plan->stage = plan->stash ? STAGE_VALUES : fitted_stage(n, elem, plan->cluster * plan->split);
 }
 
 /* Measured warps for one-CTA rows (softmax_tuning.inc, written by
