@@ -685,7 +685,11 @@ TJ_API tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *ar
  *   - ALIGN: the largest of 16, 8, 4, 2 and 1 bytes that divides every
  *     pointer argument and, for every i64 parameter that reaches an address
  *     (a row stride), its value times the widest pointee's size;
- *   - BLOCK: options.block, or next_pow2 of the size parameter's value.
+ *   - BLOCK: options.block, or next_pow2 of the size parameter's value;
+ *   - phased: where ALIGN is under 16 but those pointers all sit at one
+ *     byte of their 16-byte lines and those i64s move them alike, on rows
+ *     of BLOCK of at least 1 KiB, 16-byte vectors from each row's own
+ *     boundary (tj_spec_options.phased), as tj_softmax does.
  * It compiles a variant on first use (through the context's kernel cache)
  * and keeps it in the function's own table, so a later launch of it costs a
  * look-up and tj_launch. Pointers must be aligned to their element size.

@@ -967,7 +967,9 @@ class Function:
     """A program in the text form bound to a device's context and specialized
     on each launch's arguments (tj_function): ALIGN from the pointers and
     row strides given, BLOCK from the size parameter's value (size_param)
-    or fixed (block). Each variant compiles once.
+    or fixed (block), and phased (16-byte vectors from each row's own
+    boundary) where rows start off 16 bytes at one shared phase. Each
+    variant compiles once.
 
     dtype binds DTYPE; constants ({"NAME": int}) bind the program's own
     constants; num_warps 0 is tilejit's choice; backend "ptx" or "nvrtc".

@@ -51,15 +51,16 @@ static void teardown(Fixture *fx) {
   tj_context_destroy(fx->ctx);
 }
 
-/* Launches rows of n, stride apart, x and y `offset` floats into their
+/* Launches rows of n, stride apart, x x_off and y y_off floats into their
  * buffers, on stream; checks every element and that the guard after the
  * last row is untouched. */
-static void run_rows(Fixture *fx, int64_t n, int64_t stride, int offset, void *stream) {
+static void run_rows_at(Fixture *fx, int64_t n, int64_t stride, int x_off, int y_off,
+                        void *stream) {
   static float out[CAPACITY];
   for (int i = 0; i < CAPACITY; i++) out[i] = NAN;
   ck_assert_int_eq(tj_copy_to_device(fx->ctx, fx->y, out, sizeof out), TJ_OK);
-  tj_arg args[5] = {{TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)(fx->y + 4u * offset)}, 0},
-                    {TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)(fx->x + 4u * offset)}, 0},
+  tj_arg args[5] = {{TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)(fx->y + 4u * y_off)}, 0},
+                    {TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)(fx->x + 4u * x_off)}, 0},
                     {TJ_ARG_INT, {.i = stride}, 0},
                     {TJ_ARG_INT, {.i = n}, 0},
                     {TJ_ARG_INT, {.i = 3}, 0}};
@@ -67,7 +68,7 @@ static void run_rows(Fixture *fx, int64_t n, int64_t stride, int offset, void *s
                 (long long)n, tj_context_error(fx->ctx));
   ck_assert_int_eq(tj_context_synchronize(fx->ctx), TJ_OK);
   ck_assert_int_eq(tj_copy_to_host(fx->ctx, out, fx->y, sizeof out), TJ_OK);
-  const float *x = fx->host + offset, *y = out + offset;
+  const float *x = fx->host + x_off, *y = out + y_off;
   for (int r = 0; r < ROWS; r++) {
     double max = -INFINITY, sum = 0;
     for (int c = 0; c < n; c++) max = fmax(max, x[r * stride + c]);
@@ -75,13 +76,17 @@ static void run_rows(Fixture *fx, int64_t n, int64_t stride, int offset, void *s
     for (int c = 0; c < n; c++) {
       double want = x[r * stride + c] - max - log(sum), got = y[r * stride + c];
       ck_assert_msg(fabs(got - want) <= 1e-5 + 1.3e-6 * fabs(want),
-                    "n %lld stride %lld offset %d: row %d col %d: %.9g, want %.9g", (long long)n,
-                    (long long)stride, offset, r, c, got, want);
+                    "n %lld stride %lld offsets %d, %d: row %d col %d: %.9g, want %.9g",
+                    (long long)n, (long long)stride, x_off, y_off, r, c, got, want);
     }
   }
   for (int g = 0; g < GUARD; g++)
     ck_assert_msg(isnan(y[(ROWS - 1) * stride + n + g]), "n %lld: the guard's %d written",
                   (long long)n, g);
+}
+
+static void run_rows(Fixture *fx, int64_t n, int64_t stride, int offset, void *stream) {
+  run_rows_at(fx, n, stride, offset, offset, stream);
 }
 
 START_TEST(each_variant_compiles_once_and_runs_right) {
@@ -94,14 +99,19 @@ START_TEST(each_variant_compiles_once_and_runs_right) {
   ck_assert_int_eq(tj_function_variants(fx->f), 1);
   run_rows(fx, 31, 31, 0, NULL); /* 124-byte rows: ALIGN 4 */
   ck_assert_int_eq(tj_function_variants(fx->f), 2);
-  run_rows(fx, 1000, 1040, 1, NULL); /* x one float past 16 bytes: ALIGN 4, BLOCK 1024 */
+  run_rows(fx, 1000, 1040, 1, NULL); /* x and y one float past 16 bytes: ALIGN 4, BLOCK 1024,
+                                        phased */
   ck_assert_int_eq(tj_function_variants(fx->f), 3);
   run_rows(fx, 1000, 1040, 2, NULL); /* ALIGN 8 */
   run_rows(fx, 1000, 1040, 0, NULL); /* ALIGN 16 */
   run_rows(fx, 1, 1, 0, NULL);
   ck_assert_int_eq(tj_function_variants(fx->f), 6);
+  run_rows_at(fx, 1000, 1040, 1, 3, NULL); /* x and y at two phases: ALIGN 4, not phased */
+  ck_assert_int_eq(tj_function_variants(fx->f), 7);
+  run_rows(fx, 1000, 1001, 3, NULL); /* a phase a row, x's and y's alike: the phased one */
+  ck_assert_int_eq(tj_function_variants(fx->f), 7);
   run_rows(fx, 31, 31, 0, NULL);
-  ck_assert_int_eq(tj_function_variants(fx->f), 6);
+  ck_assert_int_eq(tj_function_variants(fx->f), 7);
   teardown(fx);
   free(fx);
 }

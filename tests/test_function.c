@@ -1,7 +1,8 @@
 /*
  * test_function.c — JIT functions (runtime/function.c) without a GPU: the
  * variant a launch's arguments select (ALIGN from the pointers and the i64
- * parameters that reach an address, BLOCK from the size parameter), the
+ * parameters that reach an address, BLOCK from the size parameter, phased
+ * where rows start off 16 bytes at one phase), the
  * arguments refused, the options refused, and a selected variant run end to
  * end on the PTX simulator at its alignment against the interpreter. The
  * launch itself is gpu_function.c's.
@@ -182,47 +183,91 @@ START_TEST(wrong_options_are_refused) {
 }
 END_TEST
 
-/* The variant rows of 31 floats with x one element past a 16-byte line
- * select (ALIGN 4), specialized as the launch would and run on the PTX
- * simulator over buffers at exactly those addresses: the same values as
- * the interpreter's, every element written. */
-START_TEST(a_selected_variant_runs_right) {
-  enum { ROWS = 5, N = 31 };
-  tj_function *f = function_of(TJ_DTYPE_F32);
-  float *xbuf = aligned_alloc(16, 16 * 64), *y = aligned_alloc(16, 16 * 64),
-        *want = aligned_alloc(16, 16 * 64), *x = xbuf + 1;
-  ck_assert(xbuf && y && want);
-  TjRng rng;
-  rng_seed(&rng, test_seed(31, 4, 1));
-  for (int i = 0; i < ROWS * N; i++) x[i] = (float)(rng_normal(&rng) * 3.0);
-  for (int i = 0; i < ROWS * N; i++) y[i] = want[i] = NAN;
+/* Whether the variant of a launch is phased. */
+static bool phased_of(const tj_function *f, uint64_t y, uint64_t x, int64_t stride, int64_t n) {
   tj_arg a[5];
-  args_of(a, (uint64_t)(uintptr_t)y, (uint64_t)(uintptr_t)x, N, N, 7);
-  a[0].bytes = a[1].bytes = ROWS * N * sizeof(float);
+  int align;
+  int64_t block;
+  char why[256];
+  args_of(a, y, x, stride, n, 7);
+  ck_assert_msg(rt_function_select(f, a, 5, &align, &block, why, sizeof why) == TJ_OK, "%s", why);
+  return rt_function_phased(f, a, align, block);
+}
+
+START_TEST(rows_at_one_phase_are_phased) {
+  tj_function *f = function_of(TJ_DTYPE_F32);
+  /* Rows of 1000 floats (BLOCK 1024, 4 KiB), x and y one float past 16
+   * bytes, rows 1040 floats apart: one phase for all. */
+  ck_assert(phased_of(f, 0x1004, 0x2004, 1040, 1000));
+  /* ... 1001 apart: every row at its own phase, x's and y's alike. */
+  ck_assert(phased_of(f, 0x1004, 0x2004, 1001, 1000));
+  ck_assert(phased_of(f, 0x100c, 0x200c, 1040, 1000));
+  /* x and y at different phases, aligned rows, and rows under 1 KiB (BLOCK
+   * 128): not phased. */
+  ck_assert(!phased_of(f, 0x1008, 0x2004, 1040, 1000));
+  ck_assert(!phased_of(f, 0x1000, 0x2000, 1040, 1000));
+  ck_assert(!phased_of(f, 0x1004, 0x2004, 100, 100));
+  tj_function_destroy(f);
+}
+END_TEST
+
+/* The variant that ROWS rows of n floats, stride n, with x and y x_off and
+ * y_off floats past a 16-byte line select (ALIGN align, phased or not),
+ * specialized as the launch would and run on the PTX simulator over
+ * buffers at exactly those addresses: the same values as the
+ * interpreter's, every element written. */
+static void run_variant(int64_t n, int x_off, int y_off, int align_want, bool phased_want) {
+  enum { ROWS = 3, CAPACITY = 1024 };
+  tj_function *f = function_of(TJ_DTYPE_F32);
+  float *xbuf = aligned_alloc(16, 4 * CAPACITY), *ybuf = aligned_alloc(16, 4 * CAPACITY),
+        *want = aligned_alloc(16, 4 * CAPACITY);
+  ck_assert(xbuf && ybuf && want && ROWS * n + 4 <= CAPACITY);
+  float *x = xbuf + x_off, *y = ybuf + y_off;
+  TjRng rng;
+  rng_seed(&rng, test_seed(31, 4, (uint64_t)n));
+  for (int i = 0; i < ROWS * n; i++) x[i] = (float)(rng_normal(&rng) * 3.0);
+  for (int i = 0; i < CAPACITY; i++) ybuf[i] = want[i] = NAN;
+  tj_arg a[5];
+  args_of(a, (uint64_t)(uintptr_t)y, (uint64_t)(uintptr_t)x, n, n, 7);
+  a[0].bytes = a[1].bytes = (size_t)(ROWS * n) * sizeof(float);
   int align;
   int64_t block;
   char why[1024];
   ck_assert(rt_function_select(f, a, 5, &align, &block, why, sizeof why) == TJ_OK);
-  ck_assert_int_eq(align, 4);
-  ck_assert_int_eq(block, 32);
-  tj_spec_options o = {.n = block, .block = block, .dtype = TJ_DTYPE_F32, .align = align};
+  ck_assert_int_eq(align, align_want);
+  ck_assert_int_eq(block, tj_next_pow2(n));
+  bool phased = rt_function_phased(f, a, align, block);
+  ck_assert_int_eq(phased, phased_want);
+  tj_spec_options o = {
+      .n = block, .block = block, .dtype = TJ_DTYPE_F32, .align = align, .phased = phased};
   tj_spec *s;
   ck_assert(tj_specialize(f->prog, &o, &s) == TJ_OK);
   tj_codegen_options co = {90, 0, 0};
   char *ptx;
   ck_assert(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK);
   ck_assert_msg(ptxsim_run(ptx, a, 5, ROWS, 2, why, sizeof why), "%s", why);
-  a[0].u.ptr = want;
+  a[0].u.ptr = want + y_off;
   ck_assert(tj_interpret(s, a, 5, ROWS) == TJ_OK);
   TjTolerance t = dtype_tolerance(TJ_DTYPE_F32);
-  for (int i = 0; i < ROWS * N; i++)
-    ck_assert_msg(close_enough(y[i], want[i], t), "y[%d] = %g, want %g", i, y[i], want[i]);
+  for (int i = 0; i < CAPACITY; i++)
+    ck_assert_msg(close_enough(ybuf[i], want[i], t) || (isnan(ybuf[i]) && isnan(want[i])),
+                  "n %lld: y[%d] = %g, want %g", (long long)n, i - y_off, ybuf[i], want[i]);
   tj_free(ptx);
   tj_spec_destroy(s);
   tj_function_destroy(f);
   free(xbuf);
-  free(y);
+  free(ybuf);
   free(want);
+}
+
+/* Rows of 31 floats with x one element past a 16-byte line: ALIGN 4, too
+ * short to phase; rows of 300 with x and y one past: phased (BLOCK 512),
+ * and x and y at different phases: not. */
+START_TEST(a_selected_variant_runs_right) {
+  run_variant(31, 1, 0, 4, false);
+  run_variant(300, 1, 1, 4, true);
+  run_variant(300, 3, 3, 4, true);
+  run_variant(300, 1, 2, 4, false);
 }
 END_TEST
 
@@ -232,6 +277,7 @@ Suite *suite(void) {
   tcase_add_test(t, arguments_select_the_variant);
   tcase_add_test(t, wrong_arguments_are_refused);
   tcase_add_test(t, wrong_options_are_refused);
+  tcase_add_test(t, rows_at_one_phase_are_phased);
   tcase_add_test(t, a_selected_variant_runs_right);
   suite_add_tcase(s, t);
   return s;

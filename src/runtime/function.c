@@ -4,7 +4,8 @@
  *
  * What a launch selects is what changes the code: ALIGN, from the pointers
  * and the i64 parameters that reach an address (assume.c finds them, as it
- * does for tj_launch's checks), and BLOCK, from the size parameter. The
+ * does for tj_launch's checks), BLOCK, from the size parameter, and whether
+ * rows that start off 16 bytes at a shared phase are phased. The
  * variants compiled so far sit in a growing table behind a mutex held only
  * to look up and add; a miss specializes the program under a second mutex
  * (one specialization of the shared program at a time) and compiles it
@@ -73,13 +74,15 @@ static tj_status bad(char *why, size_t size, tj_status st, const char *text) {
   return st;
 }
 
-/* The specialization options of variant (align, block). */
-static tj_spec_options variant_options(const tj_function *f, int align, int64_t block) {
+/* The specialization options of variant (align, block, phased). */
+static tj_spec_options variant_options(const tj_function *f, int align, int64_t block,
+                                       bool phased) {
   return (tj_spec_options){.n = block,
                            .block = block,
                            .num_warps = f->options.num_warps,
                            .dtype = f->options.dtype,
                            .align = align,
+                           .phased = phased,
                            .bindings = f->options.bindings,
                            .binding_count = f->options.binding_count};
 }
@@ -121,7 +124,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
       return TJ_ERR_INVALID_ARGUMENT;
     }
   }
-  tj_spec_options probe = variant_options(f, 16, o->block ? o->block : 1);
+  tj_spec_options probe = variant_options(f, 16, o->block ? o->block : 1, false);
   tj_spec *s = NULL;
   tj_status st = tj_specialize(f->prog, &probe, &s); /* the options' mistakes, now */
   tj_spec_destroy(s);
@@ -159,6 +162,12 @@ int tj_function_variants(tj_function *f) {
 
 static int low_bit(uint64_t v) { return (int)((v | 16u) & (~(v | 16u) + 1)); }
 
+/* A pointer's or an integer's 64 bits (tj_launch reads a stride given as
+ * either). */
+static uint64_t arg_bits(const tj_arg *a) {
+  return a->kind == TJ_ARG_PTR ? (uint64_t)(uintptr_t)a->u.ptr : (uint64_t)a->u.i;
+}
+
 tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count, int *align,
                              int64_t *block, char *why, size_t size) {
   const tj_program *p = f->prog;
@@ -170,8 +179,7 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
   const RtAssume *a = &f->assume; /* at ALIGN 16: mask[i] set for what ALIGN constrains */
   for (int i = 0; i < count; i++) {
     int pointee = a->pointee[i];
-    uint64_t v = args[i].kind == TJ_ARG_PTR ? (uint64_t)(uintptr_t)args[i].u.ptr
-                                            : (uint64_t)args[i].u.i;
+    uint64_t v = arg_bits(&args[i]);
     if (pointee && args[i].kind == TJ_ARG_FLOAT) {
       snprintf(why, size, "argument %d (%s) is a pointer, not a float", i, p->params[i]);
       return TJ_ERR_INVALID_ARGUMENT;
@@ -206,24 +214,47 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
   return TJ_OK;
 }
 
+/* Phased (codegen/phase.c): 16-byte vectors from each row's own boundary.
+ * A phased kernel is right for any element-aligned arguments and fast when
+ * an instance's accesses share a phase, so it is asked for where ALIGN is
+ * under 16 but every pointer ALIGN constrains sits at the same byte of its
+ * 16-byte line and every i64 that reaches an address (a stride, times the
+ * widest pointee) moves them alike, on rows of BLOCK of at least
+ * RT_PHASED_ROW_BYTES, as tj_softmax does. */
+bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int64_t block) {
+  const RtAssume *a = &f->assume;
+  if (align >= 16 || block * a->widest < RT_PHASED_ROW_BYTES) return false;
+  int64_t pointer = -1, stride = -1;
+  for (int i = 0; i < f->prog->nparams; i++) {
+    if (!a->mask[i] || args[i].kind == TJ_ARG_FLOAT) continue;
+    uint64_t v = arg_bits(&args[i]);
+    int64_t *first = a->pointee[i] ? &pointer : &stride;
+    int64_t phase = (int64_t)((a->pointee[i] ? v : v * (uint64_t)a->widest) & 15u);
+    if (*first < 0) *first = phase;
+    if (*first != phase) return false;
+  }
+  return true;
+}
+
 /* ------------------------------------------------------------ launch */
 
-static tj_kernel *find(tj_function *f, int align, int64_t block) {
+static tj_kernel *find(tj_function *f, int align, int64_t block, bool phased) {
   for (int i = 0; i < f->nvariants; i++)
-    if (f->variants[i].align == align && f->variants[i].block == block)
+    if (f->variants[i].align == align && f->variants[i].block == block &&
+        f->variants[i].phased == phased)
       return f->variants[i].kernel;
   return NULL;
 }
 
 /* The variant's kernel, specialized and compiled (f->compile_lock held:
  * one specialization of the shared program at a time). */
-static tj_status compile(tj_function *f, int align, int64_t block, tj_kernel **out) {
-  tj_spec_options o = variant_options(f, align, block);
+static tj_status compile(tj_function *f, int align, int64_t block, bool phased, tj_kernel **out) {
+  tj_spec_options o = variant_options(f, align, block, phased);
   tj_spec *s = NULL;
   tj_status st = tj_specialize(f->prog, &o, &s);
   if (st != TJ_OK)
-    return rt_fail(f->ctx, st, "tj_function_launch: %s (ALIGN %d, BLOCK %lld): %s",
-                   f->prog->name, align, (long long)block, tj_program_error(f->prog));
+    return rt_fail(f->ctx, st, "tj_function_launch: %s (ALIGN %d%s, BLOCK %lld): %s", f->prog->name,
+                   align, phased ? " phased" : "", (long long)block, tj_program_error(f->prog));
   st = tj_compile(f->ctx, s, f->options.backend, out);
   tj_spec_destroy(s);
   return st;
@@ -231,8 +262,8 @@ static tj_status compile(tj_function *f, int align, int64_t block, tj_kernel **o
 
 /* Keeps a variant in the table (f->lock held), growing it; a full memory
  * only means the next launch of it compiles through the kernel cache again. */
-static void keep(tj_function *f, int align, int64_t block, tj_kernel *k) {
-  if (find(f, align, block)) return;
+static void keep(tj_function *f, int align, int64_t block, bool phased, tj_kernel *k) {
+  if (find(f, align, block, phased)) return;
   if (f->nvariants == f->capacity) {
     int capacity = f->capacity ? 2 * f->capacity : 8;
     RtVariant *v = tj_realloc(f->variants, sizeof *v * (size_t)capacity);
@@ -240,7 +271,7 @@ static void keep(tj_function *f, int align, int64_t block, tj_kernel *k) {
     f->variants = v;
     f->capacity = capacity;
   }
-  f->variants[f->nvariants++] = (RtVariant){align, block, k};
+  f->variants[f->nvariants++] = (RtVariant){align, block, phased, k};
 }
 
 tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int64_t grid,
@@ -251,16 +282,17 @@ tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int6
   int64_t block;
   tj_status st = rt_function_select(f, args, count, &align, &block, why, sizeof why);
   if (st != TJ_OK) return rt_fail(f->ctx, st, "tj_function_launch: %s", why);
+  bool phased = rt_function_phased(f, args, align, block);
   pthread_mutex_lock(&f->lock);
-  tj_kernel *k = find(f, align, block);
+  tj_kernel *k = find(f, align, block, phased);
   pthread_mutex_unlock(&f->lock);
   if (!k) { /* compiles never hold f->lock: launches of other variants go on */
     pthread_mutex_lock(&f->compile_lock);
-    st = compile(f, align, block, &k);
+    st = compile(f, align, block, phased, &k);
     pthread_mutex_unlock(&f->compile_lock);
     if (st != TJ_OK) return st;
     pthread_mutex_lock(&f->lock);
-    keep(f, align, block, k);
+    keep(f, align, block, phased, k);
     pthread_mutex_unlock(&f->lock);
   }
   return rt_launch_args(f->ctx, k, args, count, grid, stream);

@@ -280,6 +280,14 @@ int rt_arch_min_ptx(int arch, char *known, size_t known_size);
 typedef enum RtParamKind { RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_F32, RT_PARAM_F64 } RtParamKind;
 #define RT_MAX_PARAMS 64
 
+/* Rows of at least this many bytes that start anywhere get a phased kernel
+ * (tj_softmax, and tj_function's variants). Below it, measured on an H200
+ * (bench/RESULTS.md), the element-by-element kernel was as fast or faster:
+ * its lane groups hold several short rows a warp, and a phased one sends a
+ * lane of every row through its head and tail (16-bit N = 197: 81% of
+ * copy element by element, 57% phased; f32 N = 577: 77% and 97%). */
+#define RT_PHASED_ROW_BYTES 1024
+
 /* What a kernel compiled from a spec assumed of its arguments (assume.c):
  * argument i must have no bit of mask[i] set (a pointer's bytes, an i64's
  * elements); 0 where nothing is assumed. pointee[i]: a pointer's element
@@ -304,6 +312,7 @@ tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char
 typedef struct RtVariant {
   int align;
   int64_t block;
+  bool phased;
   tj_kernel *kernel;
 } RtVariant;
 
@@ -330,6 +339,9 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
  * wrong for the program. */
 tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count, int *align,
                              int64_t *block, char *why, size_t size);
+/* Whether that variant is phased (its rows start off 16 bytes, all at one
+ * phase); args are the selected ones. */
+bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int64_t block);
 
 struct tj_kernel {
   tj_context *ctx;

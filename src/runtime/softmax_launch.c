@@ -133,14 +133,6 @@ static int alignment(int elem, int64_t m, const RowMatrix *a, int count) {
   return (int)(bits & (~bits + 1));
 }
 
-/* Rows of at least this many bytes that start anywhere get a phased kernel.
- * Below it, measured on an H200 (bench/RESULTS.md), the element-by-element
- * kernel was as fast or faster: its lane groups hold several short rows a
- * warp, and a phased one sends a lane of every row through its head and
- * tail (16-bit N = 197: 81% of copy element by element, 57% phased; f32
- * N = 577: 77% and 97%). */
-#define PHASED_ROW_BYTES 1024
-
 /* Whether every matrix's rows start at the same phase of 16 bytes, row by
  * row: then a phased kernel moves them all in aligned vectors
  * (codegen/phase.c). */
@@ -298,7 +290,7 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   key.backend = o->backend;
   if (key.align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
   bool any_phase =
-      key.align < 16 && n * elem >= PHASED_ROW_BYTES && same_phase(elem, m, a, count);
+      key.align < 16 && n * elem >= RT_PHASED_ROW_BYTES && same_phase(elem, m, a, count);
   /* A staged kernel (STAGE) is phased like any other (codegen/phase.c);
    * where x and y are at different phases it would move rows off 16 bytes
    * element by element, so those keep the plans without staging unless the
