@@ -10,8 +10,8 @@
  * later call compiles again.
  *
  * Entries are reference counted. A reference is taken under the lock (or
- * from a slot that already holds one, see softmax_launch.c) and dropped with
- * one atomic decrement, so releasing never locks. Eviction, after each
+ * from a JIT function's table that already holds one, see function.c) and
+ * dropped with one atomic decrement, so releasing never locks. Eviction, after each
  * compile, takes the least recently used entries that are ready, unpinned
  * and unreferenced, and destroys their values after the lock is dropped
  * (the runtime's destroy unloads a module). Pinned entries (tj_compile's

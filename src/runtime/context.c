@@ -242,7 +242,7 @@ tj_status tj_context_create(const tj_context_options *options, tj_context **out)
   if (!ctx) return rt_fail(NULL, TJ_ERR_OUT_OF_MEMORY, "tj_context_create: out of memory");
   ctx->cu = cu;
   ctx->id = atomic_fetch_add(&next_context_id, 1);
-  pthread_mutex_init(&ctx->fast_lock, NULL);
+  pthread_mutex_init(&ctx->row_lock, NULL);
   pthread_mutex_init(&ctx->workspace_lock, NULL);
   if ((st = build(ctx, &o)) != TJ_OK) {
     tj_context_destroy(ctx);
@@ -270,7 +270,7 @@ void tj_context_destroy(tj_context *ctx) {
     ctx->cu->cuCtxSetCurrent(NULL);
   if (made_current == ctx->cuctx) made_current = NULL;
   if (ctx->owns_primary) ctx->cu->cuDevicePrimaryCtxRelease(ctx->device);
-  pthread_mutex_destroy(&ctx->fast_lock);
+  pthread_mutex_destroy(&ctx->row_lock);
   pthread_mutex_destroy(&ctx->workspace_lock);
   free(ctx);
 }

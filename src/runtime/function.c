@@ -5,15 +5,21 @@
  * What a launch selects is what changes the code: ALIGN, from the pointers
  * and the i64 parameters that reach an address (assume.c finds them, as it
  * does for tj_launch's checks), BLOCK, from the size parameter, and whether
- * rows that start off 16 bytes at a shared phase are phased. The
- * variants compiled so far sit in a growing table behind a mutex held only
- * to look up and add; a miss specializes the program under a second mutex
- * (one specialization of the shared program at a time) and compiles it
- * through tj_compile, whose kernel cache compiles each variant once however
- * many threads ask, while launches of other variants go on. Creation tries
- * one specialization, so bad options and constants fail there, not at every
- * launch. The arguments meet the variant's assumptions by construction, so
- * the launch packs them without tj_launch's checks (rt_launch_args).
+ * rows that start off 16 bytes at a shared phase are phased. tj_softmax
+ * (softmax_launch.c) launches through these functions too, choosing the
+ * variant itself from its plan (RtVariantKey: warps, cluster, split, stage
+ * and stash as well). The variants compiled so far sit in a table behind a
+ * mutex held only to look up and add, each holding a reference to its
+ * kernel's cache entry (growing for a user's function, its kernels freed
+ * with it; at most RT_ROW_VARIANTS for tj_softmax's, the oldest out first,
+ * so the cache's bound still holds). A miss specializes the program under
+ * a second mutex (one specialization of the shared program at a time) and
+ * compiles it through the kernel cache, which compiles each variant once
+ * however many threads ask, while launches of other variants go on.
+ * Creation tries one specialization, so bad options and constants fail
+ * there, not at every launch. The arguments meet the variant's assumptions
+ * by construction, so the launch packs them without tj_launch's checks
+ * (rt_launch_args).
  */
 #include "runtime/runtime.h"
 
@@ -42,6 +48,7 @@ static void destroy(tj_function *f) {
   tj_free(f->bindings);
   tj_free(f->size_name);
   if (f->prog) ir_program_free(f->prog);
+  for (int i = 0; i < f->nvariants; i++) rt_entry_release(f->variants[i].entry);
   tj_free(f->variants);
   pthread_mutex_destroy(&f->lock);
   pthread_mutex_destroy(&f->compile_lock);
@@ -74,15 +81,18 @@ static tj_status bad(char *why, size_t size, tj_status st, const char *text) {
   return st;
 }
 
-/* The specialization options of variant (align, block, phased). */
-static tj_spec_options variant_options(const tj_function *f, int align, int64_t block,
-                                       bool phased) {
-  return (tj_spec_options){.n = block,
-                           .block = block,
-                           .num_warps = f->options.num_warps,
+/* The specialization options of a variant. */
+static tj_spec_options variant_options(const tj_function *f, const RtVariantKey *k) {
+  return (tj_spec_options){.n = k->block,
+                           .block = k->block,
+                           .num_warps = k->num_warps,
                            .dtype = f->options.dtype,
-                           .align = align,
-                           .phased = phased,
+                           .align = k->align,
+                           .phased = k->phased,
+                           .cluster = k->cluster,
+                           .split = k->split,
+                           .stage = k->stage,
+                           .stash = k->stash,
                            .bindings = f->options.bindings,
                            .binding_count = f->options.binding_count};
 }
@@ -108,6 +118,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
   pthread_mutex_init(&f->lock, NULL);
   pthread_mutex_init(&f->compile_lock, NULL);
   f->ctx = ctx;
+  f->api = "tj_function_launch";
   f->size_param = -1;
   if (!(f->prog = ir_program_copy(p)) || !copy_options(f, o)) {
     destroy(f);
@@ -124,7 +135,8 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
       return TJ_ERR_INVALID_ARGUMENT;
     }
   }
-  tj_spec_options probe = variant_options(f, 16, o->block ? o->block : 1, false);
+  RtVariantKey first = {.align = 16, .block = o->block ? o->block : 1, .num_warps = o->num_warps};
+  tj_spec_options probe = variant_options(f, &first);
   tj_spec *s = NULL;
   tj_status st = tj_specialize(f->prog, &probe, &s); /* the options' mistakes, now */
   tj_spec_destroy(s);
@@ -238,62 +250,103 @@ bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int
 
 /* ------------------------------------------------------------ launch */
 
-static tj_kernel *find(tj_function *f, int align, int64_t block, bool phased) {
+static bool same(const RtVariantKey *a, const RtVariantKey *b) {
+  return a->align == b->align && a->block == b->block && a->phased == b->phased &&
+         a->num_warps == b->num_warps && a->cluster == b->cluster && a->split == b->split &&
+         a->stage == b->stage && a->stash == b->stash;
+}
+
+/* The entry of key with a new reference, or NULL (f->lock held). */
+static RtEntry *find(tj_function *f, const RtVariantKey *key) {
   for (int i = 0; i < f->nvariants; i++)
-    if (f->variants[i].align == align && f->variants[i].block == block &&
-        f->variants[i].phased == phased)
-      return f->variants[i].kernel;
+    if (same(&f->variants[i].key, key)) {
+      rt_entry_retain(f->variants[i].entry);
+      return f->variants[i].entry;
+    }
   return NULL;
 }
 
-/* The variant's kernel, specialized and compiled (f->compile_lock held:
- * one specialization of the shared program at a time). */
-static tj_status compile(tj_function *f, int align, int64_t block, bool phased, tj_kernel **out) {
-  tj_spec_options o = variant_options(f, align, block, phased);
-  tj_spec *s = NULL;
-  tj_status st = tj_specialize(f->prog, &o, &s);
-  if (st != TJ_OK)
-    return rt_fail(f->ctx, st, "tj_function_launch: %s (ALIGN %d%s, BLOCK %lld): %s", f->prog->name,
-                   align, phased ? " phased" : "", (long long)block, tj_program_error(f->prog));
-  st = tj_compile(f->ctx, s, f->options.backend, out);
-  tj_spec_destroy(s);
+/* The variant's entry, specialized and compiled (f->compile_lock held:
+ * one specialization of the shared program at a time); while its CTAs
+ * cannot be resident together (TJ_ERR_UNSUPPORTED), shrink's next key. */
+static tj_status compile(tj_function *f, RtVariantKey key, RtShrink shrink, const void *arg,
+                         RtEntry **out) {
+  tj_status st;
+  do {
+    tj_spec_options o = variant_options(f, &key);
+    tj_spec *s = NULL;
+    if ((st = tj_specialize(f->prog, &o, &s)) != TJ_OK)
+      return rt_fail(f->ctx, st, "%s: %s (ALIGN %d%s, BLOCK %lld): %s", f->api, f->prog->name,
+                     key.align, key.phased ? " phased" : "", (long long)key.block,
+                     tj_program_error(f->prog));
+    st = rt_compile_entry(f->ctx, s, f->options.backend, out);
+    tj_spec_destroy(s);
+  } while (st == TJ_ERR_UNSUPPORTED && shrink && shrink(&key, arg));
   return st;
 }
 
-/* Keeps a variant in the table (f->lock held), growing it; a full memory
- * only means the next launch of it compiles through the kernel cache again. */
-static void keep(tj_function *f, int align, int64_t block, bool phased, tj_kernel *k) {
-  if (find(f, align, block, phased)) return;
+/* Keeps a variant in the table (f->lock held), with a reference of its
+ * own: growing the table, or, at f->most variants, in place of the oldest
+ * (whose kernel the cache may then evict). A full memory only means the
+ * next launch of it looks in the kernel cache again. */
+static void keep(tj_function *f, const RtVariantKey *key, RtEntry *e) {
+  RtEntry *old = find(f, key);
+  if (old) {
+    rt_entry_release(old);
+    return;
+  }
+  rt_entry_retain(e);
+  if (f->most && f->nvariants == f->most) {
+    RtVariant *v = &f->variants[f->oldest];
+    f->oldest = (f->oldest + 1) % f->most;
+    rt_entry_release(v->entry);
+    *v = (RtVariant){*key, e};
+    return;
+  }
   if (f->nvariants == f->capacity) {
     int capacity = f->capacity ? 2 * f->capacity : 8;
     RtVariant *v = tj_realloc(f->variants, sizeof *v * (size_t)capacity);
-    if (!v) return;
+    if (!v) {
+      rt_entry_release(e);
+      return;
+    }
     f->variants = v;
     f->capacity = capacity;
   }
-  f->variants[f->nvariants++] = (RtVariant){align, block, phased, k};
+  f->variants[f->nvariants++] = (RtVariant){*key, e};
+}
+
+tj_status rt_function_entry(tj_function *f, const RtVariantKey *key, RtShrink shrink,
+                            const void *arg, RtEntry **out) {
+  pthread_mutex_lock(&f->lock);
+  *out = find(f, key);
+  pthread_mutex_unlock(&f->lock);
+  if (*out) {
+    if (f->ctx) rt_cache_count_hit(f->ctx->cache);
+    return TJ_OK;
+  }
+  /* compiles never hold f->lock: launches of other variants go on */
+  pthread_mutex_lock(&f->compile_lock);
+  tj_status st = compile(f, *key, shrink, arg, out);
+  pthread_mutex_unlock(&f->compile_lock);
+  if (st != TJ_OK) return st;
+  pthread_mutex_lock(&f->lock);
+  keep(f, key, *out);
+  pthread_mutex_unlock(&f->lock);
+  return TJ_OK;
 }
 
 tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int64_t grid,
                              void *stream) {
   if (!f) return rt_fail_no_handle("tj_function_launch", "function");
   char why[256];
-  int align;
-  int64_t block;
-  tj_status st = rt_function_select(f, args, count, &align, &block, why, sizeof why);
+  RtVariantKey key = {.num_warps = f->options.num_warps};
+  tj_status st = rt_function_select(f, args, count, &key.align, &key.block, why, sizeof why);
   if (st != TJ_OK) return rt_fail(f->ctx, st, "tj_function_launch: %s", why);
-  bool phased = rt_function_phased(f, args, align, block);
-  pthread_mutex_lock(&f->lock);
-  tj_kernel *k = find(f, align, block, phased);
-  pthread_mutex_unlock(&f->lock);
-  if (!k) { /* compiles never hold f->lock: launches of other variants go on */
-    pthread_mutex_lock(&f->compile_lock);
-    st = compile(f, align, block, phased, &k);
-    pthread_mutex_unlock(&f->compile_lock);
-    if (st != TJ_OK) return st;
-    pthread_mutex_lock(&f->lock);
-    keep(f, align, block, phased, k);
-    pthread_mutex_unlock(&f->lock);
-  }
-  return rt_launch_args(f->ctx, k, args, count, grid, stream);
+  key.phased = rt_function_phased(f, args, key.align, key.block);
+  RtEntry *e;
+  if ((st = rt_function_entry(f, &key, NULL, NULL, &e)) != TJ_OK) return st;
+  st = rt_launch_args(f->ctx, rt_entry_value(e), args, count, grid, stream);
+  rt_entry_release(e);
+  return st;
 }

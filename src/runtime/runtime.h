@@ -20,7 +20,7 @@
  *   assume.c         what a spec assumed of its arguments; tj_launch's check
  *   function.c       JIT functions: variants selected by the arguments
  *   softmax_plan.c   the softmax strategy (public: tj_softmax_plan_for)
- *   softmax_launch.c tj_softmax: checks, the launch fast path
+ *   softmax_launch.c tj_softmax: checks, its plan as a JIT function's variant
  */
 #ifndef TJ_RUNTIME_H
 #define TJ_RUNTIME_H
@@ -205,26 +205,16 @@ int rt_driver_max_ptx(int driver_version);
 
 /* Messages kept per thread: room for a ptxas log. */
 #define RT_ERROR_MAX 4096
-/* Slots of the softmax launch fast path (see softmax_launch.c). */
-#define RT_FAST_SLOTS 8
+/* tj_softmax's JIT functions (softmax_launch.c): one a row op, template
+ * (single or online), dtype and backend. */
+#define RT_ROW_FUNCTIONS (TJ_ROW_OP_COUNT * 2 * TJ_DTYPE_COUNT * TJ_BACKEND_COUNT)
+/* ... each keeping at most so many variants (kernels it holds a reference
+ * to), so that the kernel cache can evict the others. */
+#define RT_ROW_VARIANTS 8
 
 typedef struct RtCache RtCache;
 typedef struct RtEntry RtEntry;
 typedef struct RtDisk RtDisk;
-
-/* What picks a softmax kernel without building its key: the fast path. */
-typedef struct RtFastKey {
-  int64_t n;
-  int op; /* tj_row_op */
-  int dtype, align, backend;
-  int phased; /* the rows' phases agree: vectors from each row's boundary */
-  tj_softmax_plan plan; /* as planned, before any shrinking */
-} RtFastKey;
-
-typedef struct RtFastSlot {
-  RtFastKey key;
-  RtEntry *entry; /* holds a reference; NULL when empty */
-} RtFastSlot;
 
 /* A stream's workspace for kernels with a grid level (launch.c). */
 #define RT_MAX_WORKSPACES 16
@@ -245,8 +235,8 @@ struct tj_context {
   RtCache *cache;
   RtDisk *disk;    /* the kernel cache on disk (NULL or disabled: none) */
   char *dump_dir;  /* TILEJIT_DUMP, or NULL */
-  pthread_mutex_t fast_lock;
-  RtFastSlot fast[RT_FAST_SLOTS];
+  pthread_mutex_t row_lock; /* makes the row functions; a made one is read without it */
+  tj_function *_Atomic row_functions[RT_ROW_FUNCTIONS];
   pthread_mutex_t workspace_lock;
   RtWorkspace workspaces[RT_MAX_WORKSPACES];
   int nworkspaces;
@@ -309,16 +299,31 @@ tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char
 
 /* ---------------------------------------------------------- function.c */
 
-typedef struct RtVariant {
+/* What selects a JIT function's variant: the specialization options that
+ * change its code. A launch of tj_function_launch fills the first three
+ * from its arguments (num_warps is the function's); tj_softmax all, from
+ * its plan. */
+typedef struct RtVariantKey {
   int align;
   int64_t block;
   bool phased;
-  tj_kernel *kernel;
+  int num_warps, cluster, split, stage, stash;
+} RtVariantKey;
+
+typedef struct RtVariant {
+  RtVariantKey key;
+  RtEntry *entry; /* holds a reference: the cache keeps its kernel */
 } RtVariant;
+
+/* A smaller key to compile instead, when a variant's CTAs cannot be
+ * resident together (its compile says TJ_ERR_UNSUPPORTED); false when
+ * there is none. */
+typedef bool (*RtShrink)(RtVariantKey *key, const void *arg);
 
 struct tj_function {
   tj_context *ctx; /* NULL: tests of the selection only */
   tj_program *prog; /* the caller's program, copied */
+  const char *api;  /* what its errors name: tj_function_launch, or tj_softmax's op */
   tj_function_options options; /* bindings and size_param point into copies: */
   tj_binding *bindings;
   char **names;     /* the bindings' names */
@@ -330,6 +335,7 @@ struct tj_function {
   pthread_mutex_t compile_lock; /* one specialization of prog at a time */
   RtVariant *variants;
   int nvariants, capacity;
+  int most, oldest; /* most: 0, or at most so many variants kept (tj_softmax's), oldest first out */
 };
 
 /* tj_function_create without the context check (ctx may be NULL). */
@@ -342,6 +348,13 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
 /* Whether that variant is phased (its rows start off 16 bytes, all at one
  * phase); args are the selected ones. */
 bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int64_t block);
+/* The cache entry (a tj_kernel) of f's variant key, with a reference the
+ * caller releases after its launch: from f's table, else specialized and
+ * compiled (through shrink's smaller keys while that is unsupported, where
+ * shrink is given) and kept under key. The one way to a kernel for
+ * tj_function_launch and tj_softmax alike. */
+tj_status rt_function_entry(tj_function *f, const RtVariantKey *key, RtShrink shrink,
+                            const void *arg, RtEntry **out);
 
 struct tj_kernel {
   tj_context *ctx;
@@ -411,7 +424,7 @@ void rt_entry_retain(RtEntry *e);
 void rt_entry_release(RtEntry *e);
 /* Keeps e loaded until rt_cache_free, whatever its references. */
 void rt_cache_pin(RtCache *c, RtEntry *e);
-/* Counts a hit served outside rt_cache_get (the softmax fast path). */
+/* Counts a hit served outside rt_cache_get (a JIT function's own table). */
 void rt_cache_count_hit(RtCache *c);
 void rt_cache_stats(RtCache *c, tj_cache_stats *out);
 
@@ -528,7 +541,7 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n);
 
 /* ---------------------------------------------------- softmax_launch.c */
 
-/* Drops the fast path's references (context teardown). */
+/* Destroys tj_softmax's JIT functions and their references (context teardown). */
 void rt_softmax_reset(tj_context *ctx);
 
 /* ------------------------------------------------------------ memory.c */

@@ -1,26 +1,27 @@
 /*
  * softmax_launch.c — tj_softmax, tj_log_softmax, tj_softmax_backward and
- * tj_masked_softmax: their checks and their one launch path (the row op is
- * part of every key; its scalars are arguments).
+ * tj_masked_softmax: their checks, and a launch through a JIT function
+ * (function.c), the one launch path tj_function_launch takes too.
  *
  * The strategy (design.md section 5) is softmax_plan.c's: the plan for the
  * shape on the context's device. This file adds what depends on the call:
  * the alignment of the actual pointers and strides (the largest power of
- * two up to 16 dividing every pointer and, for more than one row, every row
- * stride in bytes; rows of 1 KiB or more that start anywhere, but with all
- * the op's matrices at the same phase of 16 bytes, get a phased specialization, 16-byte
- * vectors from each row's own boundary; others a scalar one, never a wrong
- * vector access), and a plan whose CTAs cannot be resident together
- * (module.c refuses to load such a kernel) is shrunk, cluster first, then
- * split, until they can.
+ * two up to 16 dividing every pointer and, for more than one row, every
+ * row stride in bytes; rows of 1 KiB or more that start anywhere, but with
+ * all the op's matrices at the same phase of 16 bytes, get a phased
+ * specialization, 16-byte vectors from each row's own boundary; others a
+ * scalar one, never a wrong vector access).
  *
- * The hit path must cost next to nothing beyond cuLaunchKernel, so it never
- * builds the cache key: a small direct-mapped table per context maps what
- * selects a kernel (dtype, n, alignment, the plan, the backend) to a cache
- * entry it holds a reference to. A hit there is one short mutex hold, one atomic increment
- * and decrement around the launch, no allocation and no formatting. A miss
- * specializes the template, goes through the kernel cache (which compiles
- * once however many threads miss together) and fills the slot.
+ * Each (row op, template, dtype, backend) is a JIT function of the
+ * template's program, made on first use and kept by the context; a call's
+ * plan and alignment are its variant (RtVariantKey), n and the op's
+ * scalars its arguments, so every n that plans the same kernel shares it.
+ * A variant whose CTAs cannot be resident together (module.c refuses to
+ * load such a kernel) is shrunk, stage, then cluster, then split, until
+ * they can. The hit path costs a plan, one short mutex hold over the
+ * function's few variants (at most RT_ROW_VARIANTS, so that the kernel
+ * cache may evict the rest), and an atomic increment and decrement around
+ * the launch: no allocation and no formatting.
  */
 #include "runtime/runtime.h"
 
@@ -145,131 +146,85 @@ static bool same_phase(int elem, int64_t m, const RowMatrix *a, int count) {
   return true;
 }
 
-/* ------------------------------------------------------- the fast path */
-
-static bool same_key(const RtFastKey *a, const RtFastKey *b) {
-  return a->n == b->n && a->op == b->op && a->dtype == b->dtype && a->align == b->align &&
-         a->phased == b->phased && a->backend == b->backend && a->plan.which == b->plan.which &&
-         a->plan.block == b->plan.block && a->plan.num_warps == b->plan.num_warps &&
-         a->plan.cluster == b->plan.cluster && a->plan.split == b->plan.split &&
-         a->plan.stage == b->plan.stage && a->plan.stash == b->plan.stash;
-}
-
-static RtFastSlot *slot_of(tj_context *ctx, const RtFastKey *k) {
-  uint64_t h = (uint64_t)k->n * 0x9e3779b97f4a7c15ull;
-  h ^= (uint64_t)(k->dtype | k->op << 2 | k->align << 4 | k->phased << 9 | k->plan.num_warps << 10 |
-                  k->backend << 16 | k->plan.which << 18 | k->plan.cluster << 20) ^
-       (uint64_t)k->plan.split << 25;
-  h ^= h >> 29;
-  return &ctx->fast[h & (RT_FAST_SLOTS - 1)];
-}
-
-/* The entry for key with a new reference, or NULL. */
-static RtEntry *fast_find(tj_context *ctx, const RtFastKey *key) {
-  RtFastSlot *slot = slot_of(ctx, key);
-  RtEntry *e = NULL;
-  pthread_mutex_lock(&ctx->fast_lock);
-  if (slot->entry && same_key(&slot->key, key)) {
-    e = slot->entry;
-    rt_entry_retain(e);
-  }
-  pthread_mutex_unlock(&ctx->fast_lock);
-  return e;
-}
-
-static void fast_store(tj_context *ctx, const RtFastKey *key, RtEntry *e) {
-  RtFastSlot *slot = slot_of(ctx, key);
-  rt_entry_retain(e);
-  pthread_mutex_lock(&ctx->fast_lock);
-  RtEntry *old = slot->entry;
-  slot->key = *key;
-  slot->entry = e;
-  pthread_mutex_unlock(&ctx->fast_lock);
-  if (old) rt_entry_release(old);
-}
+/* ------------------------------------------------------ the functions */
 
 void rt_softmax_reset(tj_context *ctx) {
-  pthread_mutex_lock(&ctx->fast_lock);
-  for (int i = 0; i < RT_FAST_SLOTS; i++) {
-    if (ctx->fast[i].entry) rt_entry_release(ctx->fast[i].entry);
-    ctx->fast[i].entry = NULL;
+  for (int i = 0; i < RT_ROW_FUNCTIONS; i++) {
+    tj_function_destroy(atomic_load(&ctx->row_functions[i]));
+    atomic_store(&ctx->row_functions[i], NULL);
   }
-  pthread_mutex_unlock(&ctx->fast_lock);
 }
 
-/* ------------------------------------------------------- the slow path */
-
-/* The kernel has the row op's parameters: its pointers and strides (b64),
- * then n (i32), then its scalars. */
-static tj_status check_kernel(tj_context *ctx, tj_row_op op, const tj_kernel *k) {
-  int count = row_ops[op].count, scalars = row_ops[op].scalars;
-  int params = k->param_count - k->hidden_count;
-  bool ok = params == 2 * count + 1 + scalars && k->param_kind[2 * count] == RT_PARAM_I32;
-  for (int i = 0; ok && i < 2 * count; i++) ok = k->param_kind[i] == RT_PARAM_B64;
-  for (int i = 0; ok && i < scalars; i++)
-    ok = k->param_kind[2 * count + 1 + i] == row_ops[op].scalar_kinds[i];
-  if (ok) return TJ_OK;
-  return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "%s: %s does not have the row op's parameters",
-                 row_ops[op].api, k->report.info.entry);
-}
-
-static tj_status compile_plan(tj_context *ctx, const RtFastKey *key, const tj_softmax_plan *plan,
-                              RtEntry **out) {
-  tj_program *p = NULL;
-  tj_spec *s = NULL;
-  tj_spec_options o;
-  const char *name = row_ops[key->op].api;
-  tj_status st = tj_row_program((tj_row_op)key->op, plan->which, key->n, &p);
-  if (st != TJ_OK)
-    return rt_fail(ctx, st, "%s: template: %s", name,
-                   p ? tj_program_error(p) : tj_status_string(st));
-  if ((st = tj_softmax_spec_options(plan, (tj_dtype)key->dtype, key->n, &o)) != TJ_OK)
-    st = rt_fail(ctx, st, "%s: no specialization for n = %lld", name, (long long)key->n);
-  o.align = key->align;
-  o.phased = key->phased;
-  if (st == TJ_OK && (st = tj_specialize(p, &o, &s)) != TJ_OK)
-    st = rt_fail(ctx, st, "%s: %s", name, tj_program_error(p));
-  if (st == TJ_OK) st = rt_compile_entry(ctx, s, (tj_backend)key->backend, out);
-  if (st == TJ_OK && (st = check_kernel(ctx, (tj_row_op)key->op, rt_entry_value(*out))) != TJ_OK)
-    rt_entry_release(*out);
-  tj_spec_destroy(s);
-  tj_program_destroy(p);
+/* The context's JIT function of op's template `which` in dtype through
+ * backend, made on first use. Its variants are the plans' kernels. */
+static tj_status row_function(tj_context *ctx, tj_row_op op, tj_softmax_template which,
+                              tj_dtype dtype, tj_backend backend, tj_function **out) {
+  int index = ((op * 2 + (which == TJ_SOFTMAX_ONLINE)) * TJ_DTYPE_COUNT + dtype) *
+                  TJ_BACKEND_COUNT +
+              backend;
+  if ((*out = atomic_load(&ctx->row_functions[index]))) return TJ_OK;
+  pthread_mutex_lock(&ctx->row_lock);
+  tj_status st = TJ_OK;
+  if (!(*out = atomic_load(&ctx->row_functions[index]))) {
+    tj_program *p = NULL;
+    char why[256] = "";
+    tj_function_options o = {.dtype = dtype, .size_param = "n", .backend = backend};
+    if ((st = tj_row_program(op, which, 0, &p)) == TJ_OK)
+      st = rt_function_new(ctx, p, &o, out, why, sizeof why);
+    else
+      snprintf(why, sizeof why, "template: %s", p ? tj_program_error(p) : tj_status_string(st));
+    tj_program_destroy(p);
+    if (st == TJ_OK) {
+      (*out)->api = row_ops[op].api;
+      (*out)->most = RT_ROW_VARIANTS;
+      atomic_store(&ctx->row_functions[index], *out);
+    } else {
+      st = rt_fail(ctx, st, "%s: %s", row_ops[op].api, why);
+    }
+  }
+  pthread_mutex_unlock(&ctx->row_lock);
   return st;
+}
+
+/* A plan's variant: ALIGN and phase from the call, the rest from the plan. */
+static RtVariantKey variant_of(const tj_softmax_plan *plan, int align, bool phased) {
+  return (RtVariantKey){.align = align,
+                        .block = plan->block,
+                        .phased = phased,
+                        .num_warps = plan->num_warps,
+                        .cluster = plan->cluster,
+                        .split = plan->split,
+                        .stage = plan->stage,
+                        .stash = plan->stage ? plan->stash : 0};
 }
 
 /* Drops STAGE (whose CTAs, halved, would need twice the shared memory),
- * else halves the cluster, else the split, and fits BLOCK to what is left;
- * false when there is nothing left. */
-static bool shrink(tj_softmax_plan *plan, tj_dtype dtype, int64_t n) {
-  if (plan->stage)
-    plan->stage = plan->stash = 0;
-  else if (plan->cluster > 1)
-    plan->cluster /= 2;
-  else if (plan->split > 1)
-    plan->split /= 2;
+ * else halves the cluster, else the split; false when there is nothing
+ * left. BLOCK becomes whole vectors of the threads left again (elem: the
+ * dtype's size), never narrower than it was, since it holds every n that
+ * plans this key, and never past the next power of two (always valid). */
+static bool shrink(RtVariantKey *k, const void *elem) {
+  if (k->stage)
+    k->stage = k->stash = 0;
+  else if (k->cluster > 1)
+    k->cluster /= 2;
+  else if (k->split > 1)
+    k->split /= 2;
   else
     return false;
-  rt_softmax_fit_block(plan, dtype, n);
+  int64_t pow2 = tj_next_pow2(k->block);
+  int64_t span = 32LL * k->num_warps * k->cluster * k->split * (16 / *(const int *)elem);
+  int64_t block = span > 0 ? (k->block + span - 1) / span * span : pow2;
+  k->block = block < pow2 ? block : pow2;
   return true;
-}
-
-/* Compiles key's plan, shrunk until its CTAs can be resident together (or,
- * through NVRTC, until it is one CTA a row). */
-static tj_status compile_softmax(tj_context *ctx, const RtFastKey *key, RtEntry **out) {
-  tj_softmax_plan plan = key->plan;
-  tj_status st;
-  while ((st = compile_plan(ctx, key, &plan, out)) == TJ_ERR_UNSUPPORTED &&
-         shrink(&plan, (tj_dtype)key->dtype, key->n))
-    continue;
-  return st;
 }
 
 /* ------------------------------------------------------------- the API */
 
 /* a: the op's matrices, output first (row_ops); scalars: the op's scalar
- * arguments, each in the low bytes of its slot. */
+ * arguments (row_ops[op].scalars of them). */
 static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m, int64_t n,
-                        RowMatrix *a, const uint64_t *scalars, void *stream,
+                        RowMatrix *a, const tj_arg *scalars, void *stream,
                         const tj_softmax_options *opts) {
   static const tj_softmax_options defaults;
   const tj_softmax_options *o = opts ? opts : &defaults;
@@ -281,23 +236,17 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   if (st != TJ_OK || m == 0 || n == 0) return st;
   int elem = ir_dtype_size(dtype);
   if ((st = check_matrices(ctx, op, elem, m, n, a)) != TJ_OK) return st;
-  RtFastKey key;
-  memset(&key, 0, sizeof key);
-  key.n = n;
-  key.op = op;
-  key.dtype = dtype;
-  key.align = alignment(elem, m, a, count);
-  key.backend = o->backend;
-  if (key.align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
-  bool any_phase =
-      key.align < 16 && n * elem >= RT_PHASED_ROW_BYTES && same_phase(elem, m, a, count);
+  int align = alignment(elem, m, a, count);
+  if (align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
+  bool any_phase = align < 16 && n * elem >= RT_PHASED_ROW_BYTES && same_phase(elem, m, a, count);
   /* A staged kernel (STAGE) is phased like any other (codegen/phase.c);
    * where x and y are at different phases it would move rows off 16 bytes
    * element by element, so those keep the plans without staging unless the
    * caller asks for it. */
   tj_softmax_options planned = *o;
-  if (key.align < 16 && !any_phase && !o->stage) planned.stage = -1;
-  st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &key.plan);
+  if (align < 16 && !any_phase && !o->stage) planned.stage = -1;
+  tj_softmax_plan plan;
+  st = tj_row_plan_for(&ctx->info, op, dtype, m, n, &planned, &plan);
   if (st != TJ_OK)
     return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", row_ops[op].api, (long long)m,
                    (long long)n,
@@ -308,30 +257,23 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
    * staged. A phased kernel needs a few registers more than the 64 a thread
    * of a 1024-thread CTA has (ptxas spilled 12 bytes for f32 N = 32768 on
    * sm_75 and sm_80): it runs 512-thread CTAs, twice the values a thread. */
-  key.phased = any_phase && key.plan.which == TJ_SOFTMAX_SINGLE &&
-               (key.plan.split == 1 || key.plan.stage);
-  if (key.phased && key.plan.num_warps == 32 && !o->num_warps) key.plan.num_warps = 16;
-  RtEntry *e = fast_find(ctx, &key);
-  if (e) {
-    rt_cache_count_hit(ctx->cache);
-  } else {
-    if ((st = compile_softmax(ctx, &key, &e)) != TJ_OK) return st;
-    fast_store(ctx, &key, e);
-  }
-  /* The pointers, the strides, n (i32, in the low bytes of its slot), then
-   * the scalars. */
-  uint64_t slots[2 * ROW_MAX_MATRICES + 1 + ROW_MAX_SCALARS] = {0};
-  void *params[2 * ROW_MAX_MATRICES + 1 + ROW_MAX_SCALARS + 2];
-  uint32_t n32 = (uint32_t)n;
+  bool phased =
+      any_phase && plan.which == TJ_SOFTMAX_SINGLE && (plan.split == 1 || plan.stage);
+  if (phased && plan.num_warps == 32 && !o->num_warps) plan.num_warps = 16;
+  tj_function *f;
+  if ((st = row_function(ctx, op, plan.which, dtype, o->backend, &f)) != TJ_OK) return st;
+  RtVariantKey key = variant_of(&plan, align, phased);
+  RtEntry *e;
+  if ((st = rt_function_entry(f, &key, shrink, &elem, &e)) != TJ_OK) return st;
+  /* The pointers, the strides, n, then the scalars. */
+  tj_arg args[2 * ROW_MAX_MATRICES + 1 + ROW_MAX_SCALARS];
   for (int i = 0; i < count; i++) {
-    slots[i] = a[i].ptr;
-    slots[count + i] = (uint64_t)a[i].stride;
+    args[i] = (tj_arg){TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)a[i].ptr}, 0};
+    args[count + i] = (tj_arg){TJ_ARG_INT, {.i = a[i].stride}, 0};
   }
-  memcpy(&slots[2 * count], &n32, sizeof n32);
-  for (int i = 0; i < row_ops[op].scalars; i++) slots[2 * count + 1 + i] = scalars[i];
-  for (int i = 0; i <= 2 * count + row_ops[op].scalars; i++) params[i] = &slots[i];
-  uint64_t hidden[2] = {0, 0};
-  st = rt_launch(ctx, rt_entry_value(e), params, hidden, m, stream);
+  args[2 * count] = (tj_arg){TJ_ARG_INT, {.i = n}, 0};
+  for (int i = 0; i < row_ops[op].scalars; i++) args[2 * count + 1 + i] = scalars[i];
+  st = rt_launch_args(ctx, rt_entry_value(e), args, 2 * count + 1 + row_ops[op].scalars, m, stream);
   rt_entry_release(e);
   return st;
 }
@@ -375,9 +317,9 @@ tj_status tj_masked_softmax(tj_context *ctx, tj_dtype dtype, int64_t m, int64_t 
   const int64_t limit = (int64_t)1 << 31;
   int64_t rows = mask->rows ? mask->rows : m, offset = mask->causal ? mask->offset : n;
   offset = offset < -limit ? -limit : offset > limit ? limit : offset;
-  uint32_t scale, rows32 = (uint32_t)(rows > 0 ? rows : 1);
-  memcpy(&scale, &mask->scale, sizeof scale);
-  uint64_t scalars[3] = {scale, rows32, (uint64_t)offset};
+  tj_arg scalars[3] = {{TJ_ARG_FLOAT, {.f = mask->scale}, 0},
+                       {TJ_ARG_INT, {.i = rows > 0 ? rows : 1}, 0},
+                       {TJ_ARG_INT, {.i = offset}, 0}};
   RowMatrix a[] = {{y, y_stride}, {x, x_stride}};
   return row_op(op, ctx, dtype, m, n, a, scalars, stream, opts);
 }
