@@ -536,8 +536,10 @@ typedef struct tj_kernel tj_kernel;
 /* tj_context_options.device: the thread's current CUDA context. */
 #define TJ_DEVICE_CURRENT (-1)
 /* Kernels a context keeps loaded by default: beyond it the least recently
- * used are unloaded, except those tj_compile / tj_load_ptx returned and the
- * at most 8 that tj_softmax's launch fast path holds. */
+ * used are unloaded, except those tj_compile / tj_load_ptx returned, those
+ * a live tj_function holds, and the at most 8 a row op holds for each
+ * dtype, template (single, online) and backend it has run in (tj_softmax's
+ * launch path: the ones it used last). */
 #define TJ_CACHE_DEFAULT_CAPACITY 256
 
 typedef struct tj_context_options {

@@ -213,9 +213,9 @@ END_TEST
 
 /* The variant that ROWS rows of n floats, stride n, with x and y x_off and
  * y_off floats past a 16-byte line select (ALIGN align, phased or not),
- * specialized as the launch would and run on the PTX simulator over
- * buffers at exactly those addresses: the same values as the
- * interpreter's, every element written. */
+ * specialized with the options the launch would use and run on the PTX
+ * simulator over buffers at exactly those addresses: the same values as
+ * the interpreter's, every element written. */
 static void run_variant(int64_t n, int x_off, int y_off, int align_want, bool phased_want) {
   enum { ROWS = 3, CAPACITY = 1024 };
   tj_function *f = function_of(TJ_DTYPE_F32);
@@ -238,8 +238,10 @@ static void run_variant(int64_t n, int x_off, int y_off, int align_want, bool ph
   ck_assert_int_eq(block, tj_next_pow2(n));
   bool phased = rt_function_phased(f, a, align, block);
   ck_assert_int_eq(phased, phased_want);
-  tj_spec_options o = {
-      .n = block, .block = block, .dtype = TJ_DTYPE_F32, .align = align, .phased = phased};
+  /* The options the function's own compile makes of the variant. */
+  RtVariantKey key = {.align = align, .block = block, .phased = phased};
+  tj_spec_options o = rt_variant_options(f, &key);
+  ck_assert(o.phased == phased && o.align == align && o.block == block && o.dtype == TJ_DTYPE_F32);
   tj_spec *s;
   ck_assert(tj_specialize(f->prog, &o, &s) == TJ_OK);
   tj_codegen_options co = {90, 0, 0};

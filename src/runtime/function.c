@@ -11,11 +11,12 @@
  * and stash as well). The variants compiled so far sit in a table behind a
  * mutex held only to look up and add, each holding a reference to its
  * kernel's cache entry (growing for a user's function, its kernels freed
- * with it; at most RT_ROW_VARIANTS for tj_softmax's, the oldest out first,
- * so the cache's bound still holds). A miss specializes the program under
- * a second mutex (one specialization of the shared program at a time) and
- * compiles it through the kernel cache, which compiles each variant once
- * however many threads ask, while launches of other variants go on.
+ * with it; at most RT_ROW_VARIANTS for each of tj_softmax's, the least
+ * recently used out first, so that the cache can evict the rest). A miss
+ * specializes the program under a second mutex (one specialization of the
+ * shared program at a time) and compiles it through the kernel cache,
+ * which compiles each variant once however many threads ask, while
+ * launches and compiles of other variants go on.
  * Creation tries one specialization, so bad options and constants fail
  * there, not at every launch. The arguments meet the variant's assumptions
  * by construction, so the launch packs them without tj_launch's checks
@@ -81,8 +82,7 @@ static tj_status bad(char *why, size_t size, tj_status st, const char *text) {
   return st;
 }
 
-/* The specialization options of a variant. */
-static tj_spec_options variant_options(const tj_function *f, const RtVariantKey *k) {
+tj_spec_options rt_variant_options(const tj_function *f, const RtVariantKey *k) {
   return (tj_spec_options){.n = k->block,
                            .block = k->block,
                            .num_warps = k->num_warps,
@@ -136,7 +136,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
     }
   }
   RtVariantKey first = {.align = 16, .block = o->block ? o->block : 1, .num_warps = o->num_warps};
-  tj_spec_options probe = variant_options(f, &first);
+  tj_spec_options probe = rt_variant_options(f, &first);
   tj_spec *s = NULL;
   tj_status st = tj_specialize(f->prog, &probe, &s); /* the options' mistakes, now */
   tj_spec_destroy(s);
@@ -256,29 +256,36 @@ static bool same(const RtVariantKey *a, const RtVariantKey *b) {
          a->stage == b->stage && a->stash == b->stash;
 }
 
-/* The entry of key with a new reference, or NULL (f->lock held). */
+/* The entry of key with a new reference, or NULL (f->lock held); marks
+ * it the most recently used. */
 static RtEntry *find(tj_function *f, const RtVariantKey *key) {
   for (int i = 0; i < f->nvariants; i++)
     if (same(&f->variants[i].key, key)) {
+      f->variants[i].used = ++f->clock;
       rt_entry_retain(f->variants[i].entry);
       return f->variants[i].entry;
     }
   return NULL;
 }
 
-/* The variant's entry, specialized and compiled (f->compile_lock held:
- * one specialization of the shared program at a time); while its CTAs
- * cannot be resident together (TJ_ERR_UNSUPPORTED), shrink's next key. */
+/* The variant's entry, specialized (f->compile_lock held only for that:
+ * one specialization of the shared program at a time) and compiled
+ * through the kernel cache, which compiles a key once however many
+ * threads ask; while its CTAs cannot be resident together
+ * (TJ_ERR_UNSUPPORTED), shrink's next key. */
 static tj_status compile(tj_function *f, RtVariantKey key, RtShrink shrink, const void *arg,
                          RtEntry **out) {
   tj_status st;
   do {
-    tj_spec_options o = variant_options(f, &key);
+    tj_spec_options o = rt_variant_options(f, &key);
     tj_spec *s = NULL;
+    pthread_mutex_lock(&f->compile_lock);
     if ((st = tj_specialize(f->prog, &o, &s)) != TJ_OK)
-      return rt_fail(f->ctx, st, "%s: %s (ALIGN %d%s, BLOCK %lld): %s", f->api, f->prog->name,
-                     key.align, key.phased ? " phased" : "", (long long)key.block,
-                     tj_program_error(f->prog));
+      st = rt_fail(f->ctx, st, "%s: %s (ALIGN %d%s, BLOCK %lld): %s", f->api, f->prog->name,
+                   key.align, key.phased ? " phased" : "", (long long)key.block,
+                   tj_program_error(f->prog));
+    pthread_mutex_unlock(&f->compile_lock);
+    if (st != TJ_OK) return st;
     st = rt_compile_entry(f->ctx, s, f->options.backend, out);
     tj_spec_destroy(s);
   } while (st == TJ_ERR_UNSUPPORTED && shrink && shrink(&key, arg));
@@ -286,9 +293,9 @@ static tj_status compile(tj_function *f, RtVariantKey key, RtShrink shrink, cons
 }
 
 /* Keeps a variant in the table (f->lock held), with a reference of its
- * own: growing the table, or, at f->most variants, in place of the oldest
- * (whose kernel the cache may then evict). A full memory only means the
- * next launch of it looks in the kernel cache again. */
+ * own: growing the table, or, at f->most variants, in place of the least
+ * recently used (whose kernel the cache may then evict). A full memory
+ * only means the next launch of it looks in the kernel cache again. */
 static void keep(tj_function *f, const RtVariantKey *key, RtEntry *e) {
   RtEntry *old = find(f, key);
   if (old) {
@@ -297,10 +304,11 @@ static void keep(tj_function *f, const RtVariantKey *key, RtEntry *e) {
   }
   rt_entry_retain(e);
   if (f->most && f->nvariants == f->most) {
-    RtVariant *v = &f->variants[f->oldest];
-    f->oldest = (f->oldest + 1) % f->most;
+    RtVariant *v = &f->variants[0];
+    for (int i = 1; i < f->nvariants; i++)
+      if (f->variants[i].used < v->used) v = &f->variants[i];
     rt_entry_release(v->entry);
-    *v = (RtVariant){*key, e};
+    *v = (RtVariant){*key, e, ++f->clock};
     return;
   }
   if (f->nvariants == f->capacity) {
@@ -313,7 +321,7 @@ static void keep(tj_function *f, const RtVariantKey *key, RtEntry *e) {
     f->variants = v;
     f->capacity = capacity;
   }
-  f->variants[f->nvariants++] = (RtVariant){*key, e};
+  f->variants[f->nvariants++] = (RtVariant){*key, e, ++f->clock};
 }
 
 tj_status rt_function_entry(tj_function *f, const RtVariantKey *key, RtShrink shrink,
@@ -326,9 +334,7 @@ tj_status rt_function_entry(tj_function *f, const RtVariantKey *key, RtShrink sh
     return TJ_OK;
   }
   /* compiles never hold f->lock: launches of other variants go on */
-  pthread_mutex_lock(&f->compile_lock);
   tj_status st = compile(f, *key, shrink, arg, out);
-  pthread_mutex_unlock(&f->compile_lock);
   if (st != TJ_OK) return st;
   pthread_mutex_lock(&f->lock);
   keep(f, key, *out);

@@ -225,6 +225,9 @@ tj_status tj_launch(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int
 
 tj_status rt_launch_args(tj_context *ctx, const tj_kernel *k, const tj_arg *args, int count,
                          int64_t grid, void *stream) {
+  if (count != k->param_count - k->hidden_count)
+    return rt_fail(ctx, TJ_ERR_UNSUPPORTED, "%s takes %d arguments, not %d", k->report.info.entry,
+                   k->param_count - k->hidden_count, count);
   if (grid < 0 || grid > INT32_MAX)
     return rt_fail(ctx, TJ_ERR_INVALID_ARGUMENT,
                    "tj_launch: grid %lld is outside [0, 2^31-1] (program_id is i32)",

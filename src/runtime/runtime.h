@@ -209,7 +209,7 @@ int rt_driver_max_ptx(int driver_version);
  * (single or online), dtype and backend. */
 #define RT_ROW_FUNCTIONS (TJ_ROW_OP_COUNT * 2 * TJ_DTYPE_COUNT * TJ_BACKEND_COUNT)
 /* ... each keeping at most so many variants (kernels it holds a reference
- * to), so that the kernel cache can evict the others. */
+ * to), so that the kernel cache can evict the others (TJ_CACHE_DEFAULT_CAPACITY). */
 #define RT_ROW_VARIANTS 8
 
 typedef struct RtCache RtCache;
@@ -313,6 +313,7 @@ typedef struct RtVariantKey {
 typedef struct RtVariant {
   RtVariantKey key;
   RtEntry *entry; /* holds a reference: the cache keeps its kernel */
+  uint64_t used;  /* the function's clock when last found */
 } RtVariant;
 
 /* A smaller key to compile instead, when a variant's CTAs cannot be
@@ -335,7 +336,8 @@ struct tj_function {
   pthread_mutex_t compile_lock; /* one specialization of prog at a time */
   RtVariant *variants;
   int nvariants, capacity;
-  int most, oldest; /* most: 0, or at most so many variants kept (tj_softmax's), oldest first out */
+  int most;       /* 0, or at most so many variants kept (tj_softmax's), least recently used out */
+  uint64_t clock; /* counts look-ups that found a variant, and additions */
 };
 
 /* tj_function_create without the context check (ctx may be NULL). */
@@ -348,6 +350,8 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
 /* Whether that variant is phased (its rows start off 16 bytes, all at one
  * phase); args are the selected ones. */
 bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int64_t block);
+/* The specialization options of f's variant key. */
+tj_spec_options rt_variant_options(const tj_function *f, const RtVariantKey *key);
 /* The cache entry (a tj_kernel) of f's variant key, with a reference the
  * caller releases after its launch: from f's table, else specialized and
  * compiled (through shrink's smaller keys while that is unsupported, where

@@ -159,9 +159,9 @@ void rt_softmax_reset(tj_context *ctx) {
  * backend, made on first use. Its variants are the plans' kernels. */
 static tj_status row_function(tj_context *ctx, tj_row_op op, tj_softmax_template which,
                               tj_dtype dtype, tj_backend backend, tj_function **out) {
-  int index = ((op * 2 + (which == TJ_SOFTMAX_ONLINE)) * TJ_DTYPE_COUNT + dtype) *
-                  TJ_BACKEND_COUNT +
-              backend;
+  int index =
+      ((op * 2 + (which == TJ_SOFTMAX_ONLINE)) * TJ_DTYPE_COUNT + dtype) * TJ_BACKEND_COUNT +
+      backend;
   if ((*out = atomic_load(&ctx->row_functions[index]))) return TJ_OK;
   pthread_mutex_lock(&ctx->row_lock);
   tj_status st = TJ_OK;
@@ -257,8 +257,7 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
    * staged. A phased kernel needs a few registers more than the 64 a thread
    * of a 1024-thread CTA has (ptxas spilled 12 bytes for f32 N = 32768 on
    * sm_75 and sm_80): it runs 512-thread CTAs, twice the values a thread. */
-  bool phased =
-      any_phase && plan.which == TJ_SOFTMAX_SINGLE && (plan.split == 1 || plan.stage);
+  bool phased = any_phase && plan.which == TJ_SOFTMAX_SINGLE && (plan.split == 1 || plan.stage);
   if (phased && plan.num_warps == 32 && !o->num_warps) plan.num_warps = 16;
   tj_function *f;
   if ((st = row_function(ctx, op, plan.which, dtype, o->backend, &f)) != TJ_OK) return st;
