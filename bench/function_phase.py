@@ -26,21 +26,7 @@ import torch
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tilejit  # noqa: E402
-
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-
-
-def median_ms(fn, flush, reps):
-    times = []
-    for _ in range(reps):
-        flush.fill_(1)
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
+from row_ops import DTYPES, median_ms  # noqa: E402  (this directory's)
 
 
 def main():
