@@ -11,11 +11,11 @@
  *
  * Entries are reference counted. A reference is taken under the lock (or
  * from a JIT function's table that already holds one, see function.c) and
- * dropped with one atomic decrement, so releasing never locks. Eviction, after each
- * compile, takes the least recently used entries that are ready, unpinned
- * and unreferenced, and destroys their values after the lock is dropped
- * (the runtime's destroy unloads a module). Pinned entries (tj_compile's
- * kernels) stay until rt_cache_free.
+ * dropped with one atomic decrement, so releasing never locks. Eviction,
+ * after each compile, takes the least recently used entries that are
+ * ready, unpinned and unreferenced, and destroys their values after the
+ * lock is dropped (the runtime's destroy unloads a module). Pinned entries
+ * (tj_compile's kernels) stay until rt_cache_free.
  *
  * The compile and destroy steps are function pointers, so tests/test_cache.c
  * drives this file with a fake compile and no driver.

@@ -16,11 +16,10 @@
  * specializes the program under a second mutex (one specialization of the
  * shared program at a time) and compiles it through the kernel cache,
  * which compiles each variant once however many threads ask, while
- * launches and compiles of other variants go on.
- * Creation tries one specialization, so bad options and constants fail
- * there, not at every launch. The arguments meet the variant's assumptions
- * by construction, so the launch packs them without tj_launch's checks
- * (rt_launch_args).
+ * launches and compiles of other variants go on. Creation tries one
+ * specialization, so bad options and constants fail there, not at every
+ * launch. The arguments meet the variant's assumptions by construction, so
+ * the launch packs them without tj_launch's checks (rt_launch_args).
  */
 #include "runtime/runtime.h"
 
