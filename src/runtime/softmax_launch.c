@@ -31,7 +31,7 @@
 
 /* Each row op's entry point and its matrices: the output, then the inputs,
  * as the program's pointer parameters (then one stride for each, then n,
- * then the op's scalars, of the kinds given). */
+ * then the op's scalars: the masked softmax's scale, rows and offset). */
 #define ROW_MAX_MATRICES 3
 #define ROW_MAX_SCALARS  3
 static const struct {
@@ -39,12 +39,11 @@ static const struct {
   int count;
   const char *names[ROW_MAX_MATRICES];
   int scalars;
-  uint8_t scalar_kinds[ROW_MAX_SCALARS];
 } row_ops[TJ_ROW_OP_COUNT] = {
-    {"tj_softmax", 2, {"y", "x"}, 0, {0}},
-    {"tj_log_softmax", 2, {"y", "x"}, 0, {0}},
-    {"tj_softmax_backward", 3, {"dx", "y", "dy"}, 0, {0}},
-    {"tj_masked_softmax", 2, {"y", "x"}, 3, {RT_PARAM_F32, RT_PARAM_I32, RT_PARAM_B64}},
+    {"tj_softmax", 2, {"y", "x"}, 0},
+    {"tj_log_softmax", 2, {"y", "x"}, 0},
+    {"tj_softmax_backward", 3, {"dx", "y", "dy"}, 0},
+    {"tj_masked_softmax", 2, {"y", "x"}, 3},
 };
 
 /* A matrix of the call: its pointer and row stride in elements. */
