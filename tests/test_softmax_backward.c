@@ -235,6 +235,7 @@ typedef struct SimCase {
   int arch;
   bool unaligned; /* rows at every phase (a stride of n + 3) */
   int reads;      /* times y and dy are read: 1, 2, or 0 for either */
+  int stage;      /* STAGE: y and dy kept in shared memory (0: none) */
 } SimCase;
 
 /* The PTX of the case's specialization against the interpreter, on 11
@@ -249,6 +250,7 @@ static void run_sim(const SimCase *k) {
                    TJ_OK);
   if (k->cluster) o.cluster = k->cluster;
   if (k->split) o.split = k->split;
+  if (k->stage) o.stage = k->stage;
   if (k->cluster || k->split) {
     int64_t span = 32LL * o.num_warps * o.cluster * o.split * (16 / (int)dtype_bytes(k->dtype));
     if (o.block < span) o.block = span; /* every thread a whole vector, as the plan makes it */
@@ -274,9 +276,9 @@ static void run_sim(const SimCase *k) {
   char why[1024];
   PtxsimStats stats;
   bool ok = ptxsim_run_spec(s, k->arch, args, 7, rows, 0, &stats, why, sizeof why);
-  ck_assert_msg(ok, "%s n=%lld warps=%d cluster %d split %d sm_%d%s: %s", dtype_label(k->dtype),
-                (long long)k->n, o.num_warps, o.cluster, o.split, k->arch,
-                k->unaligned ? " unaligned" : "", why);
+  ck_assert_msg(ok, "%s n=%lld warps=%d cluster %d split %d stage %d sm_%d%s: %s",
+                dtype_label(k->dtype), (long long)k->n, o.num_warps, o.cluster, o.split, o.stage,
+                k->arch, k->unaligned ? " unaligned" : "", why);
   TjTolerance t = dtype_tolerance(k->dtype);
   t.rtol *= 4;
   t.atol *= 4;
@@ -318,11 +320,11 @@ START_TEST(planned_kernels_on_the_simulator) {
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       SimCase k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, ns[i], 0, 0, 0, (int)(i + d) % 2 ? 80 : 90,
-                   (i + (size_t)d) % 3 == 0, 1};
+                   (i + (size_t)d) % 3 == 0, 1, 0};
       run_sim(&k);
     }
   for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-    SimCase k = {TJ_SOFTMAX_ONLINE, (tj_dtype)d, 5000, 4, 0, 0, 90, d == 1, 2};
+    SimCase k = {TJ_SOFTMAX_ONLINE, (tj_dtype)d, 5000, 4, 0, 0, 90, d == 1, 2, 0};
     run_sim(&k);
   }
 }
@@ -334,7 +336,7 @@ START_TEST(streamed_on_the_simulator) {
   for (size_t i = 0; i < 2; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       SimCase k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, ns[i], 1, 0, 0, d == 2 ? 80 : 90, i == 1,
-                   i == 1 ? 2 : 0};
+                   i == 1 ? 2 : 0, 0};
       run_sim(&k);
     }
 }
@@ -350,7 +352,24 @@ START_TEST(across_ctas_on_the_simulator) {
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       SimCase k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, shapes[i].n, 1, shapes[i].cluster,
                    shapes[i].split, shapes[i].cluster > 1 ? 90 : 80, (i + (size_t)d) % 2 == 1,
-                   shapes[i].n > 10000 ? 2 : 1};
+                   shapes[i].n > 10000 ? 2 : 1, 0};
+      run_sim(&k);
+    }
+}
+END_TEST
+
+/* Staged rows, as the plan makes them for wide rows: y and dy kept in
+ * shared memory and read from memory once, in one CTA, a cluster and a
+ * grid split, at every phase where the rows start anywhere. */
+START_TEST(staged_on_the_simulator) {
+  static const struct {
+    int cluster, split, stage;
+    int64_t n;
+  } shapes[] = {{1, 1, 8, 3000}, {2, 1, 16, 4100}, {1, 3, 8, 5000}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
+      SimCase k = {TJ_SOFTMAX_SINGLE, (tj_dtype)d, shapes[i].n, 2, shapes[i].cluster,
+                   shapes[i].split, 90, (i + (size_t)d) % 2 == 1, 1, shapes[i].stage};
       run_sim(&k);
     }
 }
@@ -371,6 +390,7 @@ static Suite *suite(void) {
   tcase_add_test(t, planned_kernels_on_the_simulator);
   tcase_add_test(t, streamed_on_the_simulator);
   tcase_add_test(t, across_ctas_on_the_simulator);
+  tcase_add_test(t, staged_on_the_simulator);
   suite_add_tcase(s, t);
   return s;
 }

@@ -570,6 +570,37 @@ START_TEST(plan_for_every_kind_of_shape) {
 }
 END_TEST
 
+/* Softmax backward (two row tiles, y and dy): 16-bit rows staged as
+ * softmax's are, sized for both tiles (a row of 32768 bf16 holds 128 KiB:
+ * a cluster of 2); f32 rows keep the plans of registers. */
+START_TEST(backward_plans) {
+  tj_device_info device;
+  tj_softmax_plan p;
+  ck_assert_int_eq(tj_device_nominal(90, &device), TJ_OK);
+  ck_assert_int_eq(tj_row_plan_for(&device, TJ_ROW_SOFTMAX_BACKWARD, TJ_DTYPE_BF16, 2048, 32768,
+                                   NULL, &p), TJ_OK);
+  ASSERT_STAGED(p, 32768, 2, 1);
+  ck_assert_int_eq(tj_row_plan_for(&device, TJ_ROW_SOFTMAX_BACKWARD, TJ_DTYPE_F16, 64, 1 << 20,
+                                   NULL, &p), TJ_OK);
+  ck_assert(p.stage > 0 && p.cluster == 1 && p.split >= 64);
+  ck_assert_int_eq(tj_row_plan_for(&device, TJ_ROW_SOFTMAX_BACKWARD, TJ_DTYPE_BF16, 4096, 8192,
+                                   NULL, &p), TJ_OK);
+  ck_assert_int_eq(p.stage, 0); /* 32 KiB held: registers */
+  ck_assert_int_eq(tj_row_plan_for(&device, TJ_ROW_SOFTMAX_BACKWARD, TJ_DTYPE_F32, 2048, 32768,
+                                   NULL, &p), TJ_OK);
+  ck_assert_int_eq(p.stage, 0);
+  ck_assert_int_gt(p.cluster * p.split, 1);
+  ck_assert_int_eq(tj_row_plan_for(&device, TJ_ROW_SOFTMAX_BACKWARD, TJ_DTYPE_F32, 64, 1 << 20,
+                                   NULL, &p), TJ_OK);
+  ck_assert_int_eq(p.stage, 0);
+  /* The caller's CTAs are not staged. */
+  tj_softmax_options o = {.num_warps = 8};
+  ck_assert_int_eq(tj_row_plan_for(&device, TJ_ROW_SOFTMAX_BACKWARD, TJ_DTYPE_BF16, 2048, 32768,
+                                   &o, &p), TJ_OK);
+  ck_assert_int_eq(p.stage, 0);
+}
+END_TEST
+
 START_TEST(api_errors) {
   tj_program *p = (tj_program *)&p;
   tj_spec_options o;
@@ -658,6 +689,7 @@ static Suite *softmax_suite(void) {
   suite_add_tcase(s, extremes);
   TCase *api = tcase_create("api");
   tcase_add_test(api, plan_for_every_kind_of_shape);
+  tcase_add_test(api, backward_plans);
   tcase_add_test(api, api_errors);
   suite_add_tcase(s, api);
   return s;

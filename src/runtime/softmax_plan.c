@@ -393,12 +393,16 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   if (wide && !warps) warps = several_tiles_warps(device, elem, n * tiles, tiles);
   if (wide && !o->cluster && !o->split) plan_wide(device, elem, m, n * tiles, warps, plan);
   /* Staged unless the caller chose the CTAs, or the NVRTC backend (whose
-   * CUDA C keeps every element of a thread in registers) compiles; and,
-   * by default, only the ops of one row tile, as softmax whose figures
-   * chose the rule: softmax backward keeps its own measured plans (its
-   * rows of 16384 ran at 101% of copy) until staging is measured for it. */
+   * CUDA C keeps every element of a thread in registers) compiles. Of the
+   * ops of two row tiles (softmax backward, y and dy staged), only 16-bit
+   * rows: measured on an H100 (bench/RESULTS.md, 2026-11-26), % of copy,
+   * its own plans against staged: bf16 32768 85.2-86.0 / 97.8-98.0, 65536
+   * 87.7-88.5 / 93.5-93.6, 262144 80.3-80.9 / 91.4-92.3, 2^20 61.7 /
+   * 83.3-85.9 (f16 the same); f32 16384 100.2 / 99.1-99.3, 262144
+   * 93.5-94.2 / 90.8-91.4, 2^20 76.3-76.4 / 78.9-80.8. */
   bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
-  if (!o->stage && !chosen && tiles == 1) plan_staged(device, elem, m, n, tiles, wide, plan);
+  if (!o->stage && !chosen && (tiles == 1 || elem == 2))
+    plan_staged(device, elem, m, n, tiles, wide, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
