@@ -26,11 +26,22 @@
  *               it gets no registers, and each access computes the
  *               predicates it needs again (memory.c), so no mask predicate
  *               lives from a load to a store.
+ *   fold        an f32 tile, computed elementwise, whose only use is a
+ *               reduction in its scope while one of its operand tiles lives
+ *               on past that reduction (log-softmax's exp(x - max), summed
+ *               while x - max is kept for the output; softmax backward's
+ *               dy * y): it gets no registers, and the reduction computes
+ *               each slot as it adds it in (reduce.c), so the whole tile
+ *               never lives beside its operands. Left in registers, it
+ *               made log-softmax's f32 rows of 1024 spill (28 bytes at the
+ *               56 registers where softmax fits in 54, 32 bytes at 64).
  *
  * Loops make pow2 and uniform fixpoints over iter values; they converge in
  * a few passes because both only ever decrease.
  */
 #include "codegen/codegen.h"
+
+#include <string.h>
 
 typedef struct Pass {
   CgCtx *c;
@@ -130,6 +141,34 @@ static void remat_masks(Pass *a, uint8_t *other_use) {
     for (int k = 0; k < in->nargs; k++)
       if (!mask_use(a, in, k)) other_use[in->args[k]] = 1;
   }
+}
+
+/* The fold fact (above). uses[v] counts v's uses, last[v] its last user. */
+static void folds(Pass *a, const int32_t *uses, const int32_t *last) {
+  const tj_program *p = a->p;
+  for (int i = 0; i < p->ninsts; i++) {
+    const IrInst *in = &p->insts[i];
+    int v = in->result;
+    if (v == IR_NONE || ir_ops[in->op].kind != KIND_ELEMENTWISE || type_of(a, v).elem != TJ_F32 ||
+        a->f->form[v] != CG_FORM_SLOTS || uses[v] != 1)
+      continue;
+    const IrInst *red = &p->insts[last[v]];
+    if ((red->op != TJ_OP_REDUCE_SUM && red->op != TJ_OP_REDUCE_MAX) ||
+        p->scopes[red->result] != p->scopes[v])
+      continue;
+    bool outlives = false;
+    for (int k = 0; k < in->nargs; k++)
+      outlives |= a->f->form[in->args[k]] == CG_FORM_SLOTS && last[in->args[k]] > last[v];
+    a->f->fold[v] = outlives;
+  }
+}
+
+static void count_uses(const tj_program *p, int32_t *uses, int32_t *last) {
+  for (int i = 0; i < p->ninsts; i++)
+    for (int k = 0; k < p->insts[i].nargs; k++) {
+      uses[p->insts[i].args[k]]++;
+      last[p->insts[i].args[k]] = i;
+    }
 }
 
 /* Affine tiles that some use needs per slot (not a recomputed mask). */
@@ -268,7 +307,8 @@ static void loops(Pass *a) {
 
 static bool alloc_facts(CgCtx *c, CgFacts *f, int n, int ninsts) {
   uint8_t **arrays[] = {&f->form,      &f->pow2,     &f->align,       &f->uniform,
-                        &f->invariant, &f->monotone, &f->materialize, &f->remat};
+                        &f->invariant, &f->monotone, &f->materialize, &f->remat,
+                        &f->fold};
   for (size_t i = 0; i < TJ_COUNTOF(arrays); i++)
     if (!(*arrays[i] = cg_arena_alloc(&c->arena, (size_t)n + 1))) return false;
   return (f->reduces = cg_arena_alloc(&c->arena, (size_t)ninsts + 1)) != NULL;
@@ -303,6 +343,12 @@ tj_status cg_analyze(CgCtx *c) {
   if (!other_use) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   remat_masks(&a, other_use);
   materialized(&a);
+  int32_t *uses = cg_arena_alloc(&c->arena, sizeof *uses * ((size_t)n + 1));
+  int32_t *last = cg_arena_alloc(&c->arena, sizeof *last * ((size_t)n + 1));
+  if (!uses || !last) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+  memset(uses, 0, sizeof *uses * ((size_t)n + 1));
+  count_uses(c->p, uses, last);
+  folds(&a, uses, last);
   for (int v = 0; v < n; v++) {
     c->facts.pow2[v] = CG_POW2_MAX;
     c->facts.align[v] = 4;

@@ -140,6 +140,9 @@ typedef struct CgFacts {
   uint8_t *remat;       /* per monotone pred tile used only as a mask (and by other
                            such): never held in registers; each load and store
                            computes its predicates again from the expression */
+  uint8_t *fold;        /* per f32 tile used only by a reduction that its operands
+                           outlive: computed slot by slot inside the reduction
+                           (cg_folded) */
   uint8_t *reduces;     /* per FOR instruction: its body holds a reduction */
   bool packable;        /* every loop holding a reduction has uniform bounds */
   int max_ptr_size;     /* widest pointee of a pointer parameter (bytes) */
@@ -504,6 +507,11 @@ void cg_mov(CgCtx *c, CgOperand d, CgOperand s);
 CgOperand cg_in_reg(CgCtx *c, CgOperand o);
 /* Operand of value v at slot k: scalars and splats give their one value. */
 CgOperand cg_slot(CgCtx *c, int value, int slot);
+/* Whether `value` is folded into its reduction (analyze.c's fold, outside
+ * streamed kernels, whose pieces hold every tile in turn). */
+bool cg_folded(const CgCtx *c, int value);
+/* Elementwise `in` at one slot (slot -1: its scalar or splat value). */
+CgOperand cg_apply_at(CgCtx *c, const IrInst *in, int slot);
 CgOperand cg_and_pred(CgCtx *c, CgOperand a, CgOperand b);
 CgOperand *cg_new_slots(CgCtx *c, int count);
 

@@ -194,11 +194,25 @@ static int extra_bases(const CgCtx *c) {
  * BLOCK 16384, 8 vectors, lost its second CTA an SM at 18). Softmax on
  * sm_90: 16 values per thread get 34 to 42 registers (1536 to 1920 threads
  * per SM), N = 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96
- * to 127. 0 when k < 2, except for kernels with more than two tile
+ * to 127. Each f32 scalar parameter (a scale) 2 more: the masked softmax's
+ * f16 BLOCK 8192 in 256 threads spilled 40 bytes at 48 registers without
+ * them. 0 when k < 2, except for kernels with more than two tile
  * pointers, which ask for 1: left alone, ptxas of CUDA 13.0 for sm_80 gave
  * softmax backward's streamed split (f16, N = 2^20, SPLIT 108, phased) 40
  * registers and spilled 8 bytes; asked for 1 CTA, it took 56 and did not.
  */
+/* f32 scalar parameters (a scale, say): each a register that every tile
+ * operation using it keeps, besides the predicates and selects around it. */
+static int float_params(const CgCtx *c) {
+  int count = 0;
+  for (int i = 0; i < c->p->ninsts; i++) {
+    const IrInst *in = &c->p->insts[i];
+    count += in->op == TJ_OP_PARAM && c->p->types[in->result].shape == TJ_SCALAR &&
+             c->p->types[in->result].elem == TJ_F32;
+  }
+  return count;
+}
+
 int cg_min_ctas_per_sm(const CgCtx *c) {
   int loaded = 0;
   for (int i = 0; i < c->p->ninsts; i++) {
@@ -209,6 +223,7 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
   int need = (loaded > 0 ? loaded : 1) + (c->geo.programs > 1 ? 24 : 18) + extra_bases(c);
   if (cg_multi_cta(c) || c->streamed) need += 14; /* ranks, pairs, pieces, wide addresses */
   if (loaded >= 64) need += loaded / 8;
+  need += 2 * float_params(c);
   for (int i = 0; i < c->nlayouts; i++) {
     int tests = 2 + 2 * c->layouts[i].slots / c->layouts[i].vec;
     if (c->layouts[i].phased) /* its rotated base; wrap and alignment tests per vector */

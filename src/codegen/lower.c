@@ -120,7 +120,7 @@ static bool guards_compare(const IrInst *in, int slot) {
   return slot >= 0 && cg_op_text[in->op].lowering == CG_LOWER_COMPARE;
 }
 
-static CgOperand apply_at(CgCtx *c, const IrInst *in, int slot) {
+CgOperand cg_apply_at(CgCtx *c, const IrInst *in, int slot) {
   CgOperand args[IR_MAX_ARGS];
   for (int k = 0; k < in->nargs; k++)
     args[k] = slot < 0 ? c->vals[in->args[k]].op : cg_slot(c, in->args[k], slot);
@@ -159,17 +159,18 @@ static bool divide_by_one(CgCtx *c, const IrInst *in, CgVal *r) {
 static void lower_elementwise(CgCtx *c, const IrInst *in) {
   CgVal *r = &c->vals[in->result];
   if (c->facts.remat[in->result]) return; /* each access computes it (memory.c) */
+  if (cg_folded(c, in->result)) return;    /* its reduction computes it (reduce.c) */
   if (r->form == CG_FORM_AFFINE) {
     lower_affine(c, in);
     return;
   }
   if (r->form != CG_FORM_SLOTS) {
-    r->op = apply_at(c, in, -1);
+    r->op = cg_apply_at(c, in, -1);
     return;
   }
   int slots = cg_layout_of(c, in->result)->slots;
   if (!(r->slots = cg_new_slots(c, slots)) || divide_by_one(c, in, r)) return;
-  for (int k = 0; k < slots && cg_ok(c); k++) r->slots[k] = apply_at(c, in, k);
+  for (int k = 0; k < slots && cg_ok(c); k++) r->slots[k] = cg_apply_at(c, in, k);
   r->guarded = result_guarded(c, in);
 }
 

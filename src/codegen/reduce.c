@@ -21,7 +21,10 @@
  *   5. across the CTAs (or clusters) of a group of the grid, through global
  *      memory (both in reduce_ctas.c).
  *
- * Level 1 is cg_red_slots; the others are in `levels`. Levels 3 to 5 each
+ * Level 1 is cg_red_slots; the others are in `levels`. A folded tile
+ * (analyze.c: used only here while its operands live on) is computed slot
+ * by slot inside level 1 and added into four running partials as it is
+ * made, so that it never lives whole beside them. Levels 3 to 5 each
  * use two regions of their storage. A region may be written again only
  * after a barrier that follows every read of it; cg_plan_reductions walks
  * the program (loops to a fixpoint, the loop over instances included) and
@@ -256,46 +259,57 @@ CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n) 
 
 /* ---- level 1: a thread's own slots ---------------------------------------------- */
 
-/* The thread's values of `tile` at slots [first, first + count), the
- * identity where a slot is outside the tile; i32 maxes as keys. */
-static CgOperand *slot_values(CgCtx *c, tj_op op, int tile, int first, int count) {
+bool cg_folded(const CgCtx *c, int value) { return c->facts.fold[value] && !c->streamed; }
+
+/* The thread's value of `tile` at `slot` (computed here where the tile is
+ * folded), the identity where the slot is outside the tile; i32 maxes as
+ * keys. */
+static CgOperand slot_value(CgCtx *c, tj_op op, int tile, int slot) {
   CgLayout *l = cg_layout_of(c, tile);
   tj_elem elem = cg_elem_of(c, tile);
+  CgOperand v = cg_folded(c, tile) ? cg_apply_at(c, &c->p->insts[c->p->defs[tile]], slot)
+                                   : cg_slot(c, tile, slot);
+  if (op == TJ_OP_REDUCE_MAX && elem == TJ_I32) v = cg_int_key(c, v);
+  if (!l->dynamic && slot / l->vec != l->partial) return v;
+  CgOperand ok = l->dynamic ? l->rep_guard[slot / l->vec] : l->slot_ok;
+  if (cg_is_true(ok)) return v;
+  CgOperand d = cg_reg_of(c, elem);
+  cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d), CG_N(v),
+          CG_N(cg_identity(op, elem)), CG_N(ok));
+  return d;
+}
+
+static CgOperand *slot_values(CgCtx *c, tj_op op, int tile, int first, int count) {
   CgOperand *v = cg_new_slots(c, count);
-  if (!v) return NULL;
-  bool keys = op == TJ_OP_REDUCE_MAX && elem == TJ_I32;
-  for (int k = 0; k < count; k++) {
-    int slot = first + k;
-    v[k] = cg_slot(c, tile, slot);
-    if (keys) v[k] = cg_int_key(c, v[k]);
-    if (!l->dynamic && slot / l->vec != l->partial) continue;
-    CgOperand ok = l->dynamic ? l->rep_guard[slot / l->vec] : l->slot_ok;
-    if (cg_is_true(ok)) continue;
-    CgOperand d = cg_reg_of(c, elem);
-    cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d),
-            CG_N(v[k]), CG_N(cg_identity(op, elem)), CG_N(ok));
-    v[k] = d;
-  }
+  for (int k = 0; v && k < count; k++) v[k] = slot_value(c, op, tile, first + k);
   return v;
 }
 
-/* sum exp(v[k] - top) into four running sums, added in turn and then to
- * each other: the values stay live for the program's later use of them, so
- * only four partials are added to what a thread holds. */
-static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top) {
+/* Values combined as they are made, into four running partials taken in
+ * turn and then combined with each other: only the four live at once,
+ * besides what the program keeps. */
+typedef struct Running {
+  tj_op op;
+  tj_elem elem;
+  int count;
   CgOperand part[4];
-  int used = count < 4 ? count : 4;
-  for (int k = 0; k < count; k++) {
-    CgOperand e = exp_diff(c, v[k], top);
-    if (k < 4) {
-      part[k] = e;
-      continue;
-    }
-    CgOperand sum = cg_reg(&c->em, CG_F32);
-    cg_line(&c->em, "add.f32 %s, %s, %s;", CG_N(sum), CG_N(part[k % 4]), CG_N(e));
-    part[k % 4] = sum;
-  }
-  return cg_reduce_tree(c, TJ_OP_REDUCE_SUM, TJ_F32, part, used);
+} Running;
+
+static void running_add(CgCtx *c, Running *r, CgOperand v) {
+  int k = r->count++;
+  r->part[k % 4] = k < 4 ? v : cg_combine(c, r->op, r->elem, r->part[k % 4], v);
+}
+
+static CgOperand running_total(CgCtx *c, Running *r) {
+  return cg_reduce_tree(c, r->op, r->elem, r->part, r->count < 4 ? r->count : 4);
+}
+
+/* sum exp(v[k] - top), running: the values stay live for the program's
+ * later use of them. */
+static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top) {
+  Running r = {TJ_OP_REDUCE_SUM, TJ_F32, 0, {{0}}};
+  for (int k = 0; k < count; k++) running_add(c, &r, exp_diff(c, v[k], top));
+  return running_total(c, &r);
 }
 
 CgRed cg_red_slots(CgCtx *c, int inst, int first, int count) {
@@ -303,6 +317,14 @@ CgRed cg_red_slots(CgCtx *c, int inst, int first, int count) {
   tj_op op = (tj_op)in->op;
   tj_elem elem = cg_elem_of(c, in->args[0]);
   CgRed r = cg_red_identity(op, elem, c->partner[inst] >= 0);
+  if (cg_folded(c, in->args[0]) && !r.pair && count > 0) { /* a pair's tile has a second use */
+    Running run = {op, elem, 0, {{0}}};
+    for (int k = 0; k < count; k++) running_add(c, &run, slot_value(c, op, in->args[0], first + k));
+    r.x = running_total(c, &run);
+    if (op == TJ_OP_REDUCE_MAX && elem == TJ_F32)
+      r.x = cg_combine(c, TJ_OP_REDUCE_MAX, elem, r.x, cg_identity(TJ_OP_REDUCE_MAX, elem));
+    return r;
+  }
   CgOperand *v = slot_values(c, op, in->args[0], first, count);
   if (!v) return r;
   CgOperand *kept = r.pair ? cg_new_slots(c, count) : v;
