@@ -45,12 +45,17 @@ def main():
     ten = (u,) * 10
     labs = ctypes.CDLL(None).labs
     labs.restype = ctypes.c_long
+    held = ctypes.PyDLL(tilejit.library_path)["tj_softmax"]  # the GIL kept over the call
+    held.restype = ctypes.c_int
+    prepared = tilejit._prepared_softmax(x, y)
+    args = prepared.__closure__[0].cell_contents if prepared.__closure__ else ()
     calls = {
         "torch.softmax(x, -1)": lambda: torch.softmax(x, -1),
         "torch.softmax(x, -1, out=y)": lambda: torch.softmax(x, -1, out=y),
         "tilejit.softmax(x)": lambda: tilejit.softmax(x),
         "tilejit.softmax(x, out=y)": lambda: tilejit.softmax(x, out=y),
-        "prepared foreign call": tilejit._prepared_softmax(x, y),
+        "prepared foreign call": prepared,
+        "prepared foreign call, GIL kept": lambda: held(*args),
         "torch.empty_like(x)": lambda: torch.empty_like(x),
         "x.new_empty(shape)": lambda: x.new_empty(shape),
         "torch.empty(shape, dtype, device)": lambda: torch.empty(shape, dtype=dtype, device=device),
