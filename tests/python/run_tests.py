@@ -6,7 +6,7 @@ else through the small runner in harness.py. CTest calls it twice.
 --host runs the tests that need no GPU (library loading, dump_ptx, the
 struct layouts against tilejit.h, argument checks on stand-in tensors, the
 no-driver error, the library search order, pip install into a scratch
-venv); --gpu only those that
+venv, tools/tj-tune.py against stand-ins); --gpu only those that
 need torch with a CUDA device; neither, all of them. TILEJIT_LIBRARY picks
 the library (CTest sets it to the one just built).
 
@@ -21,7 +21,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = ["test_binding", "test_softmax_args", "test_packaging"]
+MODULES = ["test_binding", "test_softmax_args", "test_packaging", "test_tune"]
 SKIP = 77
 
 
