@@ -8,8 +8,11 @@ tuning table tj_softmax's default plan reads (src/runtime/softmax_tuning.inc).
 
 Run it on the GPU machine, from a build of the current tree. For each dtype
 and each BLOCK from 2048 to 32768, tj-bench measures the % of copy of every
-candidate num_warps (4, 8, 16, 32, those leaving a thread 8 to 64
-elements; the warps set the rows a CTA holds and the CTAs an SM holds) in
+candidate num_warps (4, 8, 16, 32, those leaving a thread at least 8
+elements and at most 128 bytes of them, 32 in f32 and 64 in 16 bits: f32
+threads of 64 spilled in their phased kernels and in softmax backward's,
+which plans two tiles by this table; the warps set the rows a CTA holds
+and the CTAs an SM holds) in
 two regimes of rows: many (M = 256 MiB / (4 BLOCK): x of 256 MiB in f32,
 128 MiB in 16 bits, many waves of CTAs) and few (M = 1024, default, the
 small problems' rows: about one wave, where the grid's ramp and tail
@@ -110,7 +113,8 @@ def main():
             sys.exit(f"tj-tune: no arch in tj-bench's header: {device!r}")
         arch = found.group(1)
         for block in BLOCKS:
-            ok = [w for w in WARPS if 8 <= block // (32 * w) <= 64]
+            size = 4 if dtype == "f32" else 2
+            ok = [w for w in WARPS if 8 <= block // (32 * w) and block // (32 * w) * size <= 128]
             regimes = {w: [statistics.median(r[k][w][block] for r in rounds) for k in (0, 1)]
                        for w in ok}
             current = plan_warps(dump, arch, dtype, block)
