@@ -196,7 +196,11 @@ static int extra_bases(const CgCtx *c) {
  * per SM), N = 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96
  * to 127. Each f32 scalar parameter (a scale) 2 more: the masked softmax's
  * f16 BLOCK 8192 in 256 threads spilled 40 bytes at 48 registers without
- * them. 0 when k < 2, except for kernels with more than two tile
+ * them. A layout moved element by element (VEC 1: rows whose x and y sit
+ * at different phases) of more than 8 slots a register more per slot, for
+ * the guard of each access: softmax's f32 BLOCK 1024 so spilled 92 bytes at
+ * 56 registers (2026-11-26), and a quarter or half a slot more left some
+ * of its kernels and log-softmax's spilling. 0 when k < 2, except for kernels with more than two tile
  * pointers, which ask for 1: left alone, ptxas of CUDA 13.0 for sm_80 gave
  * softmax backward's streamed split (f16, N = 2^20, SPLIT 108, phased) 40
  * registers and spilled 8 bytes; asked for 1 CTA, it took 56 and did not.
@@ -225,6 +229,8 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
   if (loaded >= 64) need += loaded / 8;
   need += 2 * float_params(c);
   for (int i = 0; i < c->nlayouts; i++) {
+    if (c->layouts[i].vec == 1 && c->layouts[i].slots > 8) /* a guard each */
+      need += c->layouts[i].slots;
     int tests = 2 + 2 * c->layouts[i].slots / c->layouts[i].vec;
     if (c->layouts[i].phased) /* its rotated base; wrap and alignment tests per vector */
       need += tests < 10 ? tests : 10;
