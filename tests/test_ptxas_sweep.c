@@ -18,7 +18,9 @@
  * 1 to 65536) and huge ones (N up to 5*10^7, M = 1 and 4), every dtype,
  * aligned and not (phased, as tj_softmax runs rows at one phase): each must
  * assemble with no spill and no local memory. Phased, too: every default
- * single-tile specialization.
+ * single-tile specialization; and every default of softmax, log-softmax,
+ * softmax backward and the masked softmax element by element (x and y at
+ * different phases), the last three in 16-byte vectors as well.
  * So must every cluster size 2 ... 16 and the splits 2 ... 128 forced on
  * N = 65536 and 2^20, streamed where a thread's share is too large.
  *
@@ -288,7 +290,8 @@ START_TEST(log_softmax_defaults_assemble_without_spills) {
 END_TEST
 
 /* Softmax backward (y and dy held at once, three row addresses): every
- * default assembles, in 16-byte vectors without spills. */
+ * default assembles without spills, in 16-byte vectors and element by
+ * element. */
 START_TEST(backward_defaults_assemble_without_spills) {
   row_align = 16;
   sweep_defaults("softmax backward", backward_ptx, true);
