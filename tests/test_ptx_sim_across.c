@@ -373,6 +373,37 @@ static const char logsumexp[] = "kernel logsumexp\n"
                                 "%19 : tile<f32,ONE> = add %18, %15\n"
                                 "store %0, %17, %19\n";
 
+/* out[row] = logsumexp of the row (a fused max and sum over the grid or a
+ * stream) plus the row's plain sum: an unpaired reduction among pairs,
+ * whose warps' partials sit in 8-byte slots. Before the fix its warp level
+ * loaded them four words at a time and summed stale words. */
+static const char logsumexp_plus_sum[] = "kernel lse_sum\n"
+                                         "%0 : ptr<f32> = param out\n"
+                                         "%1 : ptr<f32> = param x\n"
+                                         "%2 : i32 = param n\n"
+                                         "%3 : i32 = program_id\n"
+                                         "%4 : i32 = mul %3, %2\n"
+                                         "%5 : ptr<f32> = ptr_add %1, %4\n"
+                                         "%6 : tile<i32,BLOCK> = arange\n"
+                                         "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+                                         "%8 : f32 = const -inf\n"
+                                         "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"
+                                         "%10 : f32 = reduce_max %9\n"
+                                         "%11 : tile<f32,BLOCK> = sub %9, %10\n"
+                                         "%12 : tile<f32,BLOCK> = exp %11\n"
+                                         "%13 : f32 = reduce_sum %12\n"
+                                         "%14 : f32 = log %13\n"
+                                         "%15 : f32 = add %14, %10\n"
+                                         "%20 : f32 = const 0\n"
+                                         "%21 : tile<f32,BLOCK> = select %7, %9, %20\n"
+                                         "%22 : f32 = reduce_sum %21\n"
+                                         "%23 : f32 = add %15, %22\n"
+                                         "%16 : tile<i32,ONE> = arange\n"
+                                         "%17 : tile<i32,ONE> = add %16, %3\n"
+                                         "%18 : tile<f32,ONE> = const 0\n"
+                                         "%19 : tile<f32,ONE> = add %18, %23\n"
+                                         "store %0, %17, %19\n";
+
 /* out[row] = max over the row of an i32 tile (keys through every level). */
 static const char row_max_i32[] = "kernel rowmax\n"
                                   "%0 : ptr<i32> = param out\n"
@@ -504,6 +535,8 @@ START_TEST(user_programs_split_across_ctas) {
   run_program(row_max_i32, true, 20000, 3, 1, 1, 90);
   run_program(looped_sum, false, 4096, 2, 1, 1, 90);
   run_program(looped_sum, false, 3000, 1, 3, 1, 80);
+  run_program(logsumexp_plus_sum, false, 5000, 1, 2, 4, 90);
+  run_program(logsumexp_plus_sum, false, 5000, 1, 3, 8, 80);
 }
 END_TEST
 

@@ -360,6 +360,20 @@ START_TEST(tile_by_scalar_division_is_one_reciprocal) {
   tj_free(ptx);
   tj_spec_destroy(sp);
   tj_program_destroy(p);
+  /* ... also where the quotient feeds only a reduction while x lives on
+   * (which folds other ops into the reduction, analyze.c): not a div a slot. */
+  static const char reduced[] = "kernel d\n%0 : ptr<f32> = param x\n%1 : f32 = param s\n"
+                                "%2 : tile<i32,BLOCK> = arange\n%3 : tile<f32,BLOCK> = load %0, %2\n"
+                                "%4 : tile<f32,BLOCK> = div %3, %1\n%5 : f32 = reduce_max %4\n"
+                                "%6 : tile<f32,BLOCK> = sub %3, %5\nstore %0, %2, %6\n";
+  ck_assert_int_eq(tj_program_parse(reduced, strlen(reduced), &p), TJ_OK);
+  ck_assert_int_eq(tj_specialize(p, &o, &sp), TJ_OK);
+  ck_assert_int_eq(tj_emit_ptx(sp, NULL, &ptx, NULL), TJ_OK);
+  ck_assert_int_eq(ptx_count(ptx, "rcp.approx.ftz.f64"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "div.rn.f32"), 0);
+  tj_free(ptx);
+  tj_spec_destroy(sp);
+  tj_program_destroy(p);
 }
 END_TEST
 

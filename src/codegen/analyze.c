@@ -156,6 +156,8 @@ static void folds(Pass *a, const int32_t *uses, const int32_t *last) {
     if ((red->op != TJ_OP_REDUCE_SUM && red->op != TJ_OP_REDUCE_MAX) ||
         p->scopes[red->result] != p->scopes[v])
       continue;
+    if (in->op == TJ_OP_DIV && a->f->form[in->args[1]] != CG_FORM_SLOTS)
+      continue; /* one reciprocal for the tile (lower.c), not a div a slot */
     bool outlives = false;
     for (int k = 0; k < in->nargs; k++)
       outlives |= a->f->form[in->args[k]] == CG_FORM_SLOTS && last[in->args[k]] > last[v];

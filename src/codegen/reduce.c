@@ -360,13 +360,17 @@ void cg_red_store(CgCtx *c, const char *space, CgOperand pred, CgOperand address
           CG_N(r.x), CG_N(r.d));
 }
 
-/* n values from slots `stride` bytes apart at address + at: scalars four
- * at a time, pairs two at a time. */
+/* n values from slots `stride` bytes apart at address + at: where the slots
+ * are packed (4 bytes a scalar, 8 a pair), scalars four at a time and pairs
+ * two at a time; else one by one (a scalar among a kernel's pairs sits in
+ * an 8-byte slot: loaded four words at a time, it read two partials and two
+ * stale words). */
 void cg_red_load(CgCtx *c, const char *space, CgOperand address, int at, int stride, CgRed like,
                  CgRed *v, int n) {
-  int per = like.pair ? 2 : 4;
+  bool packed = stride == (like.pair ? 8 : 4);
+  int per = !packed ? 1 : like.pair ? 2 : 4;
   for (int k = 0; k < n;) {
-    int m = n - k >= per ? per : n - k >= 2 && !like.pair ? 2 : 1;
+    int m = n - k >= per ? per : packed && n - k >= 2 && !like.pair ? 2 : 1;
     char list[160] = "";
     for (int i = 0; i < m; i++) {
       v[k + i] = like;
