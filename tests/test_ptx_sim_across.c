@@ -349,25 +349,27 @@ static const char row_sum[] = "kernel rowsum\n"
                               "%13 : tile<f32,ONE> = add %12, %9\n"
                               "store %0, %11, %13\n";
 
-/* out[row] = log(sum(exp(x - max))) + max. */
-static const char logsumexp[] = "kernel logsumexp\n"
-                                "%0 : ptr<f32> = param out\n"
-                                "%1 : ptr<f32> = param x\n"
-                                "%2 : i32 = param n\n"
-                                "%3 : i32 = program_id\n"
-                                "%4 : i32 = mul %3, %2\n"
-                                "%5 : ptr<f32> = ptr_add %1, %4\n"
-                                "%6 : tile<i32,BLOCK> = arange\n"
-                                "%7 : tile<pred,BLOCK> = lt %6, %2\n"
-                                "%8 : f32 = const -inf\n"
-                                "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"
-                                "%10 : f32 = reduce_max %9\n"
-                                "%11 : tile<f32,BLOCK> = sub %9, %10\n"
-                                "%12 : tile<f32,BLOCK> = exp %11\n"
-                                "%13 : f32 = reduce_sum %12\n"
-                                "%14 : f32 = log %13\n"
-                                "%15 : f32 = add %14, %10\n"
-                                "%16 : tile<i32,ONE> = arange\n"
+/* %15 = log(sum(exp(x - max))) + max of the row: the body of the two
+ * programs below; the first stores it as out[row]. */
+#define LSE_BODY                                                                                   \
+  "%0 : ptr<f32> = param out\n"                                                                     \
+  "%1 : ptr<f32> = param x\n"                                                                       \
+  "%2 : i32 = param n\n"                                                                            \
+  "%3 : i32 = program_id\n"                                                                         \
+  "%4 : i32 = mul %3, %2\n"                                                                         \
+  "%5 : ptr<f32> = ptr_add %1, %4\n"                                                                \
+  "%6 : tile<i32,BLOCK> = arange\n"                                                                 \
+  "%7 : tile<pred,BLOCK> = lt %6, %2\n"                                                             \
+  "%8 : f32 = const -inf\n"                                                                         \
+  "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"                                                    \
+  "%10 : f32 = reduce_max %9\n"                                                                     \
+  "%11 : tile<f32,BLOCK> = sub %9, %10\n"                                                           \
+  "%12 : tile<f32,BLOCK> = exp %11\n"                                                               \
+  "%13 : f32 = reduce_sum %12\n"                                                                    \
+  "%14 : f32 = log %13\n"                                                                           \
+  "%15 : f32 = add %14, %10\n"
+
+static const char logsumexp[] = "kernel logsumexp\n" LSE_BODY "%16 : tile<i32,ONE> = arange\n"
                                 "%17 : tile<i32,ONE> = add %16, %3\n"
                                 "%18 : tile<f32,ONE> = const 0\n"
                                 "%19 : tile<f32,ONE> = add %18, %15\n"
@@ -377,24 +379,7 @@ static const char logsumexp[] = "kernel logsumexp\n"
  * stream) plus the row's plain sum: an unpaired reduction among pairs,
  * whose warps' partials sit in 8-byte slots. Before the fix its warp level
  * loaded them four words at a time and summed stale words. */
-static const char logsumexp_plus_sum[] = "kernel lse_sum\n"
-                                         "%0 : ptr<f32> = param out\n"
-                                         "%1 : ptr<f32> = param x\n"
-                                         "%2 : i32 = param n\n"
-                                         "%3 : i32 = program_id\n"
-                                         "%4 : i32 = mul %3, %2\n"
-                                         "%5 : ptr<f32> = ptr_add %1, %4\n"
-                                         "%6 : tile<i32,BLOCK> = arange\n"
-                                         "%7 : tile<pred,BLOCK> = lt %6, %2\n"
-                                         "%8 : f32 = const -inf\n"
-                                         "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"
-                                         "%10 : f32 = reduce_max %9\n"
-                                         "%11 : tile<f32,BLOCK> = sub %9, %10\n"
-                                         "%12 : tile<f32,BLOCK> = exp %11\n"
-                                         "%13 : f32 = reduce_sum %12\n"
-                                         "%14 : f32 = log %13\n"
-                                         "%15 : f32 = add %14, %10\n"
-                                         "%20 : f32 = const 0\n"
+static const char logsumexp_plus_sum[] = "kernel lse_sum\n" LSE_BODY "%20 : f32 = const 0\n"
                                          "%21 : tile<f32,BLOCK> = select %7, %9, %20\n"
                                          "%22 : f32 = reduce_sum %21\n"
                                          "%23 : f32 = add %15, %22\n"
