@@ -568,6 +568,8 @@ def _init_torch(torch):
     _raw_stream = get or (lambda device: torch.cuda.current_stream(device).cuda_stream)
     _torch_dtypes = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
     _Tensor = torch.Tensor
+    for op in _FAST_OPS:
+        op.configure(torch.Tensor, _raw_stream)
 
 
 def _matrix_of_tensor(t, what, api="tilejit.softmax"):
@@ -633,8 +635,11 @@ def _plan_tensor_call(torch, x, out, key, num_warps, backend, template, api="til
     else:
         y_stride = _out_stride(x, out, device, api)
     ctx = _contexts.get(device) or _context(device)
+    # The same arguments as plain ints, for the C hot path (_tilejit_fast).
+    raw = (ctx.value or 0, dtype, m, n, y_stride, x_stride,
+           ctypes.cast(options, ctypes.c_void_p).value or 0 if options else 0, device)
     plan = (ctx, _C_DTYPES[dtype], _I64(m), _I64(n), _I64(y_stride), _I64(x_stride), device,
-            options, allocate)
+            options, allocate, raw)
     if key is not None:
         if len(_plans) >= _PLANS_LIMIT:
             _plans.clear()
@@ -744,7 +749,7 @@ def _row_op(which, checked):
             if plan is None:
                 plan = _plan_tensor_call(sys.modules["torch"], x, out, key, num_warps, backend,
                                          template)
-            ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = plan
+            ctx, dtype, m, n, y_stride, x_stride, device, options, allocate, _ = plan
             if out is None:
                 out = allocate(x)
             pointer = out.data_ptr()
@@ -798,6 +803,70 @@ log_softmax.__name__ = log_softmax.__qualname__ = "log_softmax"
 log_softmax.__doc__ = """out = log_softmax(x) over the last dimension; returns out. Everything
     as softmax (arguments, layouts, in place, streams, errors), with
     (x - max) - log(sum(exp(x - max))) for the result: torch.log_softmax."""
+
+
+# ------------------------------------------- the hot path in C (optional)
+
+_FAST_ABI = 1  # FAST_ABI in tilejit_fast.c
+
+
+def _load_fast():
+    """The extension _tilejit_fast (python/tilejit_fast.c), or None: as
+    installed beside this module (pip install ./python builds it where
+    Python's headers and a C compiler are present), else from the python/
+    folder of the build tree the library was loaded from (CMake builds it
+    there). TILEJIT_PURE_PYTHON=1 keeps to Python and ctypes."""
+    if os.environ.get("TILEJIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    import importlib.machinery
+    import importlib.util
+    spec = importlib.util.find_spec("_tilejit_fast")
+    if spec is None:
+        folder = os.path.join(os.path.dirname(library_path), "python")
+        spec = importlib.machinery.PathFinder.find_spec("_tilejit_fast", [folder])
+    if spec is None:
+        return None
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError:
+        return None
+    return module if getattr(module, "ABI", None) == _FAST_ABI else None
+
+
+def _fail(status, ctx):
+    """Raises what a failed row op raises (the C hot path's error)."""
+    ctx = ctypes.c_void_p(ctx)
+    raise Error(status, _text(_lib.tj_context_error(ctx)) or _status_name(status))
+
+
+def _with_fast(op, raw):
+    """op with its hot path for torch tensors in C, when the extension
+    loaded; op itself otherwise."""
+    if _fast is None:
+        return op
+    fast = _fast.row_op(op, _plans, _fail, ctypes.cast(raw, ctypes.c_void_p).value)
+    for name in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(fast, name, getattr(op, name))
+    fast.__wrapped__ = op  # inspect.signature reads op's
+    _FAST_OPS.append(fast)
+    return fast
+
+
+def _set_raw(which, fn):
+    """Makes row op which (0 softmax, 1 log_softmax) call fn, a ctypes
+    function (tests put recorders here), on both paths."""
+    _RAW[which] = fn
+    for op in _FAST_OPS:
+        if op.__wrapped__ is (_softmax_py, _log_softmax_py)[which]:
+            op.set_function(ctypes.cast(fn, ctypes.c_void_p).value)
+
+
+_fast = _load_fast()
+_FAST_OPS = []
+_softmax_py, _log_softmax_py = softmax, log_softmax
+softmax = _with_fast(softmax, _RAW[0])
+log_softmax = _with_fast(log_softmax, _RAW[1])
 
 
 def softmax_backward(dy, y, out=None, *, num_warps=0, backend="ptx", template="auto",
@@ -895,7 +964,7 @@ def masked_softmax(x, out=None, *, scale=1.0, causal=False, offset=0, rows=0, nu
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         _init_torch(torch)
-        ctx, dtype, m, n, y_stride, x_stride, device, options, allocate = _plan_tensor_call(
+        ctx, dtype, m, n, y_stride, x_stride, device, options, allocate, _ = _plan_tensor_call(
             torch, x, out, None, num_warps, backend, template, api)
         if out is None:
             out = allocate(x)
@@ -950,7 +1019,7 @@ def _prepared_softmax(x, out):
     out=out) would make (torch tensors), with the same prepared arguments:
     for measuring the binding's own share of the host time per launch."""
     softmax(x, out=out)  # checks, creates the context, compiles
-    ctx, dtype, m, n, y_stride, x_stride, device, options, _ = _plan_tensor_call(
+    ctx, dtype, m, n, y_stride, x_stride, device, options, _, _ = _plan_tensor_call(
         sys.modules["torch"], x, out, None, 0, "ptx", "auto")
     args = (ctx, dtype, m, n, _arg(out.data_ptr()), y_stride, _arg(x.data_ptr()), x_stride,
             _arg(_raw_stream(device)), options)

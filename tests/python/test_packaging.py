@@ -9,7 +9,8 @@
   pip and setuptools, no build isolation, no index): the installed module
   imports from outside the checkout, finds the library through
   TILEJIT_LIBRARY, and, without it, in the venv's own lib/ (sys.prefix);
-  its version is the package's. Skipped where the interpreter has no
+  its version is the package's; pip builds the C hot path (_tilejit_fast)
+  where Python's headers are, and the installed module loads it. Skipped where the interpreter has no
   setuptools able to build a wheel offline (>= 70.1, or >= 61 with the
   wheel package).
 """
@@ -20,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 
 import harness
@@ -110,7 +112,7 @@ def test_pip_install_offline():
         # A copy of python/, so that the build leaves nothing in the checkout.
         src = os.path.join(tmp, "src")
         os.mkdir(src)
-        for name in ("pyproject.toml", "tilejit.py", "README.md"):
+        for name in ("pyproject.toml", "setup.py", "tilejit.py", "tilejit_fast.c", "README.md"):
             shutil.copy(os.path.join(source, name), src)
         venv = os.path.join(tmp, "venv")
         run([sys.executable, "-m", "venv", "--without-pip", venv])
@@ -125,11 +127,15 @@ def test_pip_install_offline():
              "--target", site.strip(), src], env=env, cwd=tmp)
         probe = ("import importlib.metadata, tilejit; print(tilejit.__file__); "
                  "print(tilejit.library_path); print(importlib.metadata.version('tilejit')); "
-                 "print('.entry' in tilejit.dump_ptx(32))")
+                 "print('.entry' in tilejit.dump_ptx(32)); print(tilejit._fast is not None)")
         lines = run([python, "-c", probe], env=dict(env, TILEJIT_LIBRARY=library),
                     cwd=tmp).split()
         assert lines[0].startswith(venv + os.sep), f"imported {lines[0]}, not the venv's copy"
-        assert lines[1:] == [library, tilejit.__version__, "True"], lines
+        assert lines[1:4] == [library, tilejit.__version__, "True"], lines
+        # The C hot path, built by pip where Python's headers are (CI: always).
+        headers = os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
+        if headers or os.environ.get("TJ_REQUIRE_PYTHON_EXT") == "1":
+            assert lines[4] == "True", f"pip built no _tilejit_fast: {lines}"
         # Without TILEJIT_LIBRARY: the library in the venv's own lib/.
         shutil.copy(library, os.path.join(venv, "lib", "libtilejit.so.0"))
         lines = run([python, "-c", probe], env=env, cwd=tmp).split()

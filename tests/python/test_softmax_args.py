@@ -5,7 +5,10 @@ reach tj_softmax (context, dtype, m, n, pointers, strides, stream, options).
 
 Each test runs in a child process of its own, since the stand-in must be
 imported as "torch" before tilejit sees a tensor: test_X runs child_X
-there. The no-driver test leaves the C library in place and expects its
+there, twice: on Python and ctypes alone (TILEJIT_PURE_PYTHON=1), and with
+the hot path in C (python/tilejit_fast.c) where the extension is built.
+The recorder is a C function pointer, so both paths reach the same thing.
+The no-driver test leaves the C library in place and expects its
 NO_DRIVER error.
 """
 
@@ -20,14 +23,32 @@ HERE = harness.HERE
 CTX0, CTX1 = 0xC0DE00, 0xC1DE00
 
 
-def run_child(name, **env):
-    """Runs child_<name> in a fresh interpreter with the stand-in torch."""
+def fast_built():
+    """Whether the binding loads its C hot path here. CI builds it
+    (TJ_REQUIRE_PYTHON_EXT=1 there makes its absence a failure)."""
+    import tilejit
+
+    built = tilejit._fast is not None
+    assert built or os.environ.get("TJ_REQUIRE_PYTHON_EXT") != "1", \
+        "TJ_REQUIRE_PYTHON_EXT=1 but tilejit loads no _tilejit_fast"
+    return built
+
+
+def run_child(name, modes=("python", "c"), **env):
+    """Runs child_<name> in a fresh interpreter with the stand-in torch, once
+    per mode: "python" (TILEJIT_PURE_PYTHON=1) and "c" (the extension, where
+    it is built)."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import fake_torch; fake_torch.install(); "
-            "import test_softmax_args as t; t.in_child(sys.argv[2])")
-    done = subprocess.run([sys.executable, "-c", code, HERE, name], capture_output=True,
-                          text=True, env=dict(os.environ, **env), timeout=120)
-    assert done.returncode == 0 and "CHILD OK" in done.stdout, \
-        f"child_{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            "import test_softmax_args as t; t.in_child(sys.argv[2], sys.argv[3])")
+    for mode in modes:
+        if mode == "c" and not fast_built():
+            print(f"child_{name}: no C hot path built; ran on Python alone")
+            continue
+        pure = {"TILEJIT_PURE_PYTHON": "1" if mode == "python" else "0"}
+        done = subprocess.run([sys.executable, "-c", code, HERE, name, mode], capture_output=True,
+                              text=True, env=dict(os.environ, **pure, **env), timeout=120)
+        assert done.returncode == 0 and "CHILD OK" in done.stdout, \
+            f"child_{name} ({mode}) failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
 def test_arguments():
@@ -58,38 +79,47 @@ def test_masked_arguments():
     run_child("masked_arguments")
 
 
+def test_hot_path_in_c():
+    if not fast_built():
+        harness.skip("the binding's C hot path (_tilejit_fast) is not built here")
+    run_child("hot_path", modes=("c",))
+
+
 # ------------------------------------------------------ inside the child
 
 
+# tj_softmax's C signature, the stream as the 64-bit integer it is.
+ROW_OP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64,
+                          ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_uint64,
+                          ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p)
+
+
 class Recorder:
-    """Takes tilejit's raw tj_softmax: keeps each call's arguments as plain
-    values (options as a dict of the struct's fields) and returns status."""
+    """A C function in the place of tj_softmax: keeps each call's arguments
+    as plain values (options as a dict of the struct's fields, or None) and
+    returns status."""
 
-    def __init__(self):
-        self.calls, self.status = [], 0
+    def __init__(self, options_type):
+        self.calls, self.status, self.options_type = [], 0, options_type
+        self.fn = ROW_OP(self.record)
 
-    def __call__(self, *args):
-        assert len(args) == 10, f"{len(args)} arguments"
-        values = []
-        for arg in args:
-            if arg is None or isinstance(arg, int):
-                values.append(arg)
-            elif isinstance(arg, ctypes._Pointer):
-                fields = arg._type_._fields_
-                values.append({name: getattr(arg.contents, name) for name, _ in fields})
-            else:
-                values.append(arg.value)
+    def record(self, *args):
+        values = list(args)
+        if values[9] is not None:
+            struct = self.options_type.from_address(values[9])
+            values[9] = {name: getattr(struct, name) for name, _ in struct._fields_}
         self.calls.append(values)
         return self.status
 
 
-def in_child(name):
+def in_child(name, mode):
     import tilejit
 
+    assert (tilejit._fast is not None) == (mode == "c"), (mode, tilejit._fast)
     recorder = None
     if name != "no_driver":
-        recorder = Recorder()
-        tilejit._RAW[0] = recorder
+        recorder = Recorder(tilejit._SoftmaxOptions)
+        tilejit._set_raw(0, recorder.fn)
         tilejit._contexts[0] = ctypes.c_void_p(CTX0)
         tilejit._contexts[1] = ctypes.c_void_p(CTX1)
         tilejit._lib.tj_context_error = lambda ctx: b"fake: x and y overlap"
@@ -229,6 +259,48 @@ def child_argument_table(tilejit, torch, recorder):
     for value in range(tilejit._ARGS_LIMIT + 10):
         tilejit._arg(value)
     assert len(tilejit._ARGS) <= tilejit._ARGS_LIMIT
+
+
+def child_hot_path(tilejit, torch, recorder):
+    """Once a layout is planned, its calls run in C: the Python op's C call
+    (_RAW) is a tripwire, and every call still reaches the recorder with
+    this call's pointers, stream and options."""
+    x, y = torch.Tensor((4, 32)), torch.Tensor((4, 32))
+    for kwargs in ({}, {"out": y}, {"out": x}, {"num_warps": 8}, {"stream": 0x9000}):
+        tilejit.softmax(x, **kwargs)  # plans each layout, on the Python path
+
+    def tripwire(*args):
+        raise AssertionError("the Python path ran")
+
+    tilejit._RAW[0] = tripwire
+    count = len(recorder.calls)
+    x2 = torch.Tensor((4, 32))
+    y2 = tilejit.softmax(x2)
+    assert isinstance(y2, torch.Tensor) and y2.shape == (4, 32) and y2 is not x2
+    assert recorder.calls[-1] == [CTX0, 0, 4, 32, y2.data_ptr(), 32, x2.data_ptr(), 32, 0x5000,
+                                  None], recorder.calls[-1]
+    assert tilejit.softmax(x2, y) is y and recorder.calls[-1][4] == y.data_ptr()
+    assert tilejit.softmax(x2, out=y) is y and recorder.calls[-1][6] == x2.data_ptr()
+    assert tilejit.softmax(x2, out=x2) is x2 and recorder.calls[-1][4] == x2.data_ptr()
+    tilejit.softmax(x2, num_warps=8)
+    assert recorder.calls[-1][9]["num_warps"] == 8
+    tilejit.softmax(x2, stream=0x9000)
+    assert recorder.calls[-1][8] == 0x9000
+    tilejit.softmax(x2, stream=0xA000)  # any int: the stream is not in the key
+    assert recorder.calls[-1][8] == 0xA000
+    assert len(recorder.calls) == count + 7, recorder.calls[count:]
+    # A failure in C raises tilejit.Error with the context's message.
+    recorder.status = int(tilejit.Status.INVALID_ARGUMENT)
+    e = expect_raises(tilejit.Error, lambda: tilejit.softmax(x2, out=x2), "overlap")
+    assert e.status == tilejit.Status.INVALID_ARGUMENT
+    recorder.status = 0
+    # What the hot path does not take goes to Python, which refuses it.
+    for bad in ("0", True, 1.0):
+        expect_raises(TypeError, lambda: tilejit.softmax(x2, stream=bad), "stream")
+    expect_raises(ValueError, lambda: tilejit.softmax(x2, stream=-1), "64-bit")
+    expect_raises(TypeError, lambda: tilejit.softmax(x2, out=[0.0]), "list")
+    assert len(recorder.calls) == count + 8
+    assert tilejit.softmax.__name__ == "softmax" and "softmax(x)" in tilejit.softmax.__doc__
 
 
 class MaskedRecorder:
