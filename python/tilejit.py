@@ -807,7 +807,7 @@ log_softmax.__doc__ = """out = log_softmax(x) over the last dimension; returns o
 
 # ------------------------------------------- the hot path in C (optional)
 
-_FAST_ABI = 1  # FAST_ABI in tilejit_fast.c
+_FAST_ABI = 2  # FAST_ABI in tilejit_fast.c
 
 
 def _load_fast():
@@ -845,7 +845,7 @@ def _with_fast(op, raw):
     loaded; op itself otherwise."""
     if _fast is None:
         return op
-    fast = _fast.row_op(op, _plans, _fail, ctypes.cast(raw, ctypes.c_void_p).value)
+    fast = _fast.row_op(op, _plans, _fail, ctypes.cast(raw, ctypes.c_void_p).value, raw)
     for name in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(fast, name, getattr(op, name))
     fast.__wrapped__ = op  # inspect.signature reads op's
@@ -859,7 +859,7 @@ def _set_raw(which, fn):
     _RAW[which] = fn
     for op in _FAST_OPS:
         if op.__wrapped__ is (_softmax_py, _log_softmax_py)[which]:
-            op.set_function(ctypes.cast(fn, ctypes.c_void_p).value)
+            op.set_function(ctypes.cast(fn, ctypes.c_void_p).value, fn)
 
 
 _fast = _load_fast()

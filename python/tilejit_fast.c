@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 /* Bumped when the plan's or the key's layout changes in tilejit.py. */
-#define FAST_ABI 1
+#define FAST_ABI 2
 
 /* tj_softmax and tj_log_softmax. */
 typedef int (*row_fn)(void *ctx, int dtype, int64_t m, int64_t n, uint64_t y, int64_t y_stride,
@@ -48,6 +48,7 @@ typedef struct {
   PyObject *tensor;     /* torch.Tensor, once tilejit.py has seen torch */
   PyObject *raw_stream; /* device -> torch's current CUstream, an int */
   PyObject *fail;       /* fail(status, ctx): raises tilejit.Error */
+  PyObject *fn_owner;   /* what keeps fn alive (a ctypes function) */
   row_fn fn;
 } RowOp;
 
@@ -64,20 +65,33 @@ static int layout(PyObject *t, PyObject **k) {
   return k[4] ? 0 : -1;
 }
 
-/* t.data_ptr() as a 64-bit address; -1 with an exception set. */
+/* v, an int in [0, 2^64), into *out: 0; 1 when v is anything else (not an
+ * exact int, or out of range), which the Python op refuses with its own
+ * message. */
+static int address_of(PyObject *v, uint64_t *out) {
+  if (!PyLong_CheckExact(v)) return 1;
+  *out = PyLong_AsUnsignedLongLong(v);
+  if (*out != (uint64_t)-1 || !PyErr_Occurred()) return 0;
+  PyErr_Clear();
+  return 1;
+}
+
+/* t.data_ptr() as a 64-bit address: 0, 1 (see address_of) or -1 with an
+ * exception set. */
 static int data_ptr(PyObject *t, uint64_t *out) {
   PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
   if (!p) return -1;
-  *out = PyLong_AsUnsignedLongLong(p);
+  int st = address_of(p, out);
   Py_DECREF(p);
-  return *out == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0;
+  return st;
 }
 
-/* The plan of this call's layout, a new reference, or NULL (with no exception)
- * when tilejit.py has none: the key as tilejit.py builds it, (x.dtype,
- * x.shape, x.stride(), x.get_device(), x.is_cuda, out's key, num_warps,
- * backend, template), out's key None (no out), True (out is x) or out's
- * own five. */
+/* The plan of this call's layout, a new reference, or NULL when tilejit.py
+ * has none: the key as tilejit.py builds it, (x.dtype, x.shape, x.stride(),
+ * x.get_device(), x.is_cuda, out's key, num_warps, backend, template), out's
+ * key None (no out), True (out is x) or out's own five. An Exception on the
+ * way is cleared, since the Python op meets it again and reports it; any
+ * other (KeyboardInterrupt, SystemExit) stays set, with NULL. */
 static PyObject *find_plan(RowOp *op, PyObject *x, PyObject *out, PyObject *const *options) {
   PyObject *k[9] = {0}, *o[5] = {0}, *key = NULL, *plan = NULL;
   if (layout(x, k) < 0) goto done;
@@ -101,7 +115,7 @@ done:
   for (int i = 0; i < 9; i++) Py_XDECREF(k[i]);
   for (int i = 0; i < 5; i++) Py_XDECREF(o[i]);
   Py_XDECREF(key);
-  PyErr_Clear(); /* whatever failed here, the Python op meets again and reports */
+  if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_Exception)) PyErr_Clear();
   return plan;
 }
 
@@ -119,26 +133,19 @@ static int raw_of(PyObject *plan, int64_t *raw) {
   return 0;
 }
 
-/* The stream: None (torch's current one on the plan's device) or an int
- * in [0, 2^64); 1 when it is anything else (the Python op refuses it). */
+/* The stream: None (torch's current one on the plan's device) or an int;
+ * 0, 1 (see address_of) or -1 with an exception set. */
 static int stream_of(RowOp *op, PyObject *stream, int64_t device, uint64_t *out) {
-  PyObject *s = stream;
-  if (stream == Py_None) {
-    PyObject *d = PyLong_FromLongLong(device);
-    s = d ? PyObject_CallOneArg(op->raw_stream, d) : NULL;
-    Py_XDECREF(d);
-    if (!s) return -1;
-  } else if (!PyLong_CheckExact(stream)) {
-    return 1;
-  }
-  *out = PyLong_AsUnsignedLongLong(s);
-  if (s != stream) Py_DECREF(s);
-  if (*out == (uint64_t)-1 && PyErr_Occurred()) {
-    if (stream == Py_None) return -1;
-    PyErr_Clear();
-    return 1;
-  }
-  return 0;
+  if (stream != Py_None) return address_of(stream, out);
+  PyObject *get = Py_NewRef(op->raw_stream); /* configure() may replace it meanwhile */
+  PyObject *d = PyLong_FromLongLong(device);
+  PyObject *s = d ? PyObject_CallOneArg(get, d) : NULL;
+  Py_XDECREF(d);
+  Py_DECREF(get);
+  if (!s) return -1;
+  int st = address_of(s, out);
+  Py_DECREF(s);
+  return st;
 }
 
 static PyObject *row_op_call(PyObject *self, PyObject *const *args, size_t nargsf,
@@ -163,29 +170,31 @@ static PyObject *row_op_call(PyObject *self, PyObject *const *args, size_t nargs
   if (out != Py_None && out != x && !PyObject_TypeCheck(out, (PyTypeObject *)op->tensor))
     goto slow;
   PyObject *plan = find_plan(op, x, out, options); /* held: the dictionary may drop it */
-  if (!plan) goto slow;
+  if (!plan) {
+    if (PyErr_Occurred()) return NULL;
+    goto slow;
+  }
   int64_t raw[RAW_COUNT];
   uint64_t s = 0, y_ptr = 0, x_ptr = 0;
   PyObject *y = NULL;
   int st = raw_of(plan, raw);
   if (st == 0) st = stream_of(op, stream, raw[RAW_DEVICE], &s);
-  if (st == 1) { /* a stream the Python op refuses */
-    Py_DECREF(plan);
-    goto slow;
-  }
   if (st == 0) {
     y = out == Py_None ? PyObject_CallOneArg(PyTuple_GET_ITEM(plan, PLAN_ALLOCATE), x)
                        : Py_NewRef(out);
-    st = y && data_ptr(y, &y_ptr) == 0 && data_ptr(x, &x_ptr) == 0 ? 0 : -1;
+    st = y ? data_ptr(y, &y_ptr) : -1;
+    if (st == 0) st = data_ptr(x, &x_ptr);
   }
   Py_DECREF(plan);
-  if (st < 0) {
+  if (st != 0) {
     Py_XDECREF(y);
-    return NULL;
+    if (st < 0) return NULL;
+    goto slow; /* a value the Python op refuses, with its own message */
   }
   int status;
+  row_fn fn = op->fn; /* set_function() may run while the GIL is released */
   Py_BEGIN_ALLOW_THREADS
-  status = op->fn((void *)(uintptr_t)raw[RAW_CTX], (int)raw[RAW_DTYPE], raw[RAW_M], raw[RAW_N],
+  status = fn((void *)(uintptr_t)raw[RAW_CTX], (int)raw[RAW_DTYPE], raw[RAW_M], raw[RAW_N],
                   y_ptr, raw[RAW_Y_STRIDE], x_ptr, raw[RAW_X_STRIDE], (void *)(uintptr_t)s,
                   (const void *)(uintptr_t)raw[RAW_OPTIONS]);
   Py_END_ALLOW_THREADS
@@ -201,14 +210,35 @@ slow:
   return PyObject_Vectorcall(op->slow, args, nargsf, kwnames);
 }
 
-static void row_op_dealloc(PyObject *self) {
+static int row_op_traverse(PyObject *self, visitproc visit, void *arg) {
   RowOp *op = (RowOp *)self;
-  Py_XDECREF(op->dict);
-  Py_XDECREF(op->slow);
-  Py_XDECREF(op->plans);
-  Py_XDECREF(op->tensor);
-  Py_XDECREF(op->raw_stream);
-  Py_XDECREF(op->fail);
+  Py_VISIT(op->dict);
+  Py_VISIT(op->slow);
+  Py_VISIT(op->plans);
+  Py_VISIT(op->tensor);
+  Py_VISIT(op->raw_stream);
+  Py_VISIT(op->fail);
+  Py_VISIT(op->fn_owner);
+  return 0;
+}
+
+static int row_op_clear(PyObject *self) {
+  RowOp *op = (RowOp *)self;
+  Py_CLEAR(op->dict);
+  Py_CLEAR(op->slow);
+  Py_CLEAR(op->plans);
+  Py_CLEAR(op->tensor);
+  Py_CLEAR(op->raw_stream);
+  Py_CLEAR(op->fail);
+  Py_CLEAR(op->fn_owner);
+  return 0;
+}
+
+/* Its __wrapped__ (the Python op) refers back to it through the module's
+ * globals: a cycle, for the collector. */
+static void row_op_dealloc(PyObject *self) {
+  PyObject_GC_UnTrack(self);
+  row_op_clear(self);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -223,13 +253,22 @@ static PyObject *row_op_configure(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-/* op.set_function(address): the C function to call (tests put a recorder's
- * address here). */
-static PyObject *row_op_set_function(PyObject *self, PyObject *address) {
+/* The C function at address, kept alive by owner (a ctypes function). */
+static int set_function(RowOp *op, PyObject *address, PyObject *owner) {
   void *fn = PyLong_AsVoidPtr(address);
-  if (!fn && PyErr_Occurred()) return NULL;
-  if (!fn) return PyErr_Format(PyExc_ValueError, "tilejit: a NULL function"), NULL;
-  ((RowOp *)self)->fn = (row_fn)(uintptr_t)fn;
+  if (!fn && PyErr_Occurred()) return -1;
+  if (!fn) return PyErr_SetString(PyExc_ValueError, "tilejit: a NULL function"), -1;
+  Py_XSETREF(op->fn_owner, Py_NewRef(owner));
+  op->fn = (row_fn)(uintptr_t)fn;
+  return 0;
+}
+
+/* op.set_function(address, owner): the C function to call, and the object
+ * that keeps it alive (tests put a recorder here). */
+static PyObject *row_op_set_function(PyObject *self, PyObject *args) {
+  PyObject *address, *owner;
+  if (!PyArg_ParseTuple(args, "OO:set_function", &address, &owner)) return NULL;
+  if (set_function((RowOp *)self, address, owner) < 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -243,7 +282,7 @@ static PyObject *row_op_repr(PyObject *self) {
 
 static PyMethodDef row_op_methods[] = {
     {"configure", row_op_configure, METH_VARARGS, "configure(tensor_type, raw_stream)"},
-    {"set_function", row_op_set_function, METH_O, "set_function(address)"},
+    {"set_function", row_op_set_function, METH_VARARGS, "set_function(address, owner)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -253,41 +292,44 @@ static PyTypeObject row_op_type = {
     .tp_basicsize = sizeof(RowOp),
     .tp_dealloc = row_op_dealloc,
     .tp_repr = row_op_repr,
+    .tp_traverse = row_op_traverse,
+    .tp_clear = row_op_clear,
     .tp_vectorcall_offset = offsetof(RowOp, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "A tilejit row op with its hot path in C (python/tilejit_fast.c).",
     .tp_methods = row_op_methods,
     .tp_dictoffset = offsetof(RowOp, dict),
 };
 
-/* row_op(slow, plans, fail, address): a row op calling the C function at
- * address on planned layouts, and slow on everything else. */
+/* row_op(slow, plans, fail, address, owner): a row op calling the C
+ * function at address (kept alive by owner) on planned layouts, and slow on
+ * everything else. */
 static PyObject *make_row_op(PyObject *module, PyObject *args) {
-  PyObject *slow, *plans, *fail, *address;
+  PyObject *slow, *plans, *fail, *address, *owner;
   (void)module;
-  if (!PyArg_ParseTuple(args, "OO!OO:row_op", &slow, &PyDict_Type, &plans, &fail, &address))
+  if (!PyArg_ParseTuple(args, "OO!OOO:row_op", &slow, &PyDict_Type, &plans, &fail, &address,
+                        &owner))
     return NULL;
-  RowOp *op = PyObject_New(RowOp, &row_op_type);
+  RowOp *op = PyObject_GC_New(RowOp, &row_op_type);
   if (!op) return NULL;
   op->vectorcall = row_op_call;
+  op->tensor = op->raw_stream = op->fn_owner = NULL;
+  op->fn = NULL;
   op->dict = PyDict_New();
   op->slow = Py_NewRef(slow);
   op->plans = Py_NewRef(plans);
   op->fail = Py_NewRef(fail);
-  op->tensor = op->raw_stream = NULL;
-  op->fn = NULL;
-  PyObject *r = op->dict ? row_op_set_function((PyObject *)op, address) : NULL;
-  if (!r) {
+  PyObject_GC_Track((PyObject *)op);
+  if (!op->dict || set_function(op, address, owner) < 0) {
     Py_DECREF(op);
     return NULL;
   }
-  Py_DECREF(r);
   return (PyObject *)op;
 }
 
 static PyMethodDef module_methods[] = {
-    {"row_op", make_row_op, METH_VARARGS, "row_op(slow, plans, fail, address)"},
+    {"row_op", make_row_op, METH_VARARGS, "row_op(slow, plans, fail, address, owner)"},
     {NULL, NULL, 0, NULL},
 };
 

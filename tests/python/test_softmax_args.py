@@ -301,6 +301,30 @@ def child_hot_path(tilejit, torch, recorder):
     expect_raises(TypeError, lambda: tilejit.softmax(x2, out=[0.0]), "list")
     assert len(recorder.calls) == count + 8
     assert tilejit.softmax.__name__ == "softmax" and "softmax(x)" in tilejit.softmax.__doc__
+    # A current stream that is not an int reaches the Python op's refusal.
+    import fake_torch
+    fake_torch.CURRENT_STREAM[0] = True
+    expect_raises(TypeError, lambda: tilejit.softmax(x2), "int")
+    fake_torch.CURRENT_STREAM[0] = 0x5000
+    # An interrupt while the key is read propagates; it is not handed on.
+    def stride_once():
+        del x2.stride
+        raise KeyboardInterrupt
+
+    x2.stride = stride_once
+    expect_raises(KeyboardInterrupt, lambda: tilejit.softmax(x2), "")
+    assert len(recorder.calls) == count + 8
+    tilejit.softmax(x2)
+    assert len(recorder.calls) == count + 9
+    # log_softmax has its own C hot path and function.
+    logs = Recorder(tilejit._SoftmaxOptions)
+    tilejit._set_raw(1, logs.fn)
+    tilejit.log_softmax(x)  # plans, on the Python path
+    tilejit._RAW[1] = tripwire
+    y3 = tilejit.log_softmax(x2)
+    assert logs.calls[-1] == [CTX0, 0, 4, 32, y3.data_ptr(), 32, x2.data_ptr(), 32, 0x5000,
+                              None], logs.calls
+    assert len(logs.calls) == 2 and len(recorder.calls) == count + 9
 
 
 class MaskedRecorder:
