@@ -5,7 +5,8 @@ by part, beside torch.softmax, on one tiny tensor, in one process on the GPU.
 
 Each line times one piece of what the binding's hot path does (the key's
 attribute reads, the allocations torch offers, the stream look-up, the bare
-foreign call with its prepared arguments, a foreign call that does nothing),
+foreign call with its prepared arguments, a foreign call that does nothing,
+and the C hot path's own share with a C function that does nothing),
 interleaved in rounds as bench/python_host_time.py times its calls; the
 figure is the median µs per call. An experiment for choosing what to cut,
 not a benchmark of record.
@@ -49,6 +50,19 @@ def main():
     held.restype = ctypes.c_int
     prepared = tilejit._prepared_softmax(x, y)
     args = prepared.__closure__[0].cell_contents if prepared.__closure__ else ()
+    # The C hot path's own cost: a RowOp whose C function does nothing
+    # (feclearexcept(0) returns 0), on the layouts softmax planned above.
+    libm = ctypes.CDLL("libm.so.6")
+    noop_c = libm.feclearexcept
+    noop_c.restype = ctypes.c_int
+    glue = None
+    if tilejit._fast is not None:
+        tilejit.softmax(x, out=y)
+        glue = tilejit._fast.row_op(tilejit.softmax.__wrapped__, tilejit._plans, tilejit._fail,
+                                    ctypes.cast(noop_c, ctypes.c_void_p).value, noop_c)
+        glue.configure(torch.Tensor, raw_stream)
+    held_noop = ctypes.PyDLL("libm.so.6").feclearexcept
+    held_noop.restype = ctypes.c_int
     calls = {
         "torch.softmax(x, -1)": lambda: torch.softmax(x, -1),
         "torch.softmax(x, -1, out=y)": lambda: torch.softmax(x, -1, out=y),
@@ -72,7 +86,13 @@ def main():
         "foreign labs, 1 arg": lambda: labs(1),
         "foreign noop, 10 c_uint64": lambda: noop(*ten),
         "empty lambda": lambda: None,
+        "foreign feclearexcept(0), GIL released": lambda: noop_c(0),
+        "foreign feclearexcept(0), GIL kept": lambda: held_noop(0),
     }
+    if glue is not None:
+        calls["C hot path, no-op C function, out=y"] = lambda: glue(x, out=y)
+        calls["C hot path, no-op C function"] = lambda: glue(x)
+        calls["C hot path, no-op, stream given"] = lambda: glue(x, out=y, stream=0)
     items = list(calls.items())
     for _, fn in items:
         for _ in range(200):
