@@ -601,6 +601,49 @@ START_TEST(backward_plans) {
 }
 END_TEST
 
+/* A measured shape for staged rows (softmax_tuning.inc's TUNED_ROWS) as the
+ * plan applies it: scaled to n, only where the rows fill the device, the
+ * shares fit and a cluster is portable; its dtype, arch and BLOCK only. */
+START_TEST(tuned_rows_lines) {
+  tj_device_info d, old;
+  tj_softmax_plan p;
+  ck_assert_int_eq(tj_device_nominal(90, &d), TJ_OK);
+  ck_assert_int_eq(tj_device_nominal(80, &old), TJ_OK);
+  const RtTunedRows lines[] = {{90, TJ_DTYPE_BF16, 524288, 32, false},
+                               {90, TJ_DTYPE_F32, 65536, 2, true},
+                               {90, TJ_DTYPE_F16, 262144, 16, true}};
+  const size_t count = TJ_COUNTOF(lines);
+  memset(&p, 0, sizeof p);
+  ck_assert(rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_BF16, 128, 524288, &p));
+  ck_assert_int_eq(p.cluster, 1);
+  ck_assert_int_eq(p.split, 32);
+  ck_assert_int_eq(p.num_warps, 8);
+  ck_assert(p.stage == 32 || p.stage == 40);
+  /* Narrower rows of the same BLOCK keep shares of the same bytes. */
+  ck_assert(rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_BF16, 128, 300000, &p));
+  ck_assert_int_eq(p.split, 19); /* ceil(32 * 300000 / 524288) */
+  ck_assert(rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_F32, 512, 65536, &p));
+  ck_assert_int_eq(p.cluster, 2); /* 128 KiB shares fit sm_90's 227 KiB */
+  ck_assert_int_eq(p.split, 1);
+  ck_assert(rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_F32, 512, 40000, &p));
+  ck_assert_int_eq(p.cluster, 2);
+  /* Rows that do not fill the device, another dtype, BLOCK or arch, a
+   * cluster past 8: the rules' plan. */
+  memset(&p, 0, sizeof p);
+  ck_assert(!rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_BF16, 1, 524288, &p));
+  ck_assert(!rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_F16, 128, 524288, &p));
+  ck_assert(!rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_BF16, 128, 1 << 20, &p));
+  ck_assert(!rt_softmax_tuned_rows(lines, count, &old, TJ_DTYPE_BF16, 128, 524288, &p));
+  ck_assert(!rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_F16, 256, 262144, &p));
+  ck_assert(!rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_F32, 512, 20000, &p));
+  ck_assert_int_eq(p.cluster + p.split + p.num_warps + p.stage, 0);
+  /* The table built in: the plan of a measured shape is the rules' there
+   * (softmax_tuning.inc keeps them, every candidate measured). */
+  ck_assert_int_eq(tj_softmax_plan_for(&d, TJ_DTYPE_BF16, 128, 524288, NULL, &p), TJ_OK);
+  ck_assert_int_eq(p.split * p.cluster, 18);
+}
+END_TEST
+
 START_TEST(api_errors) {
   tj_program *p = (tj_program *)&p;
   tj_spec_options o;
@@ -690,6 +733,7 @@ static Suite *softmax_suite(void) {
   TCase *api = tcase_create("api");
   tcase_add_test(api, plan_for_every_kind_of_shape);
   tcase_add_test(api, backward_plans);
+  tcase_add_test(api, tuned_rows_lines);
   tcase_add_test(api, api_errors);
   suite_add_tcase(s, api);
   return s;

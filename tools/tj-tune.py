@@ -1,10 +1,31 @@
 #!/usr/bin/env python3
-"""tj-tune: measure num_warps for softmax rows held by one CTA, and write the
-tuning table tj_softmax's default plan reads (src/runtime/softmax_tuning.inc).
+"""tj-tune: measure num_warps for softmax rows held by one CTA, and the CTAs
+that share a wider row, and write the tuning table tj_softmax's default
+plan reads (src/runtime/softmax_tuning.inc).
 
     tools/tj-tune.py --bench BUILD/tools/tj-bench [--out FILE] [--reps K]
                      [--rounds R] [--dtype f32,f16,bf16] [--margin P]
-                     [--few-rows M]
+                     [--few-rows M] [--what warps,rows]
+
+--what chooses the sections measured (default both). The lines of this
+GPU's arch that were not measured (the other section, other dtypes) are
+kept as they are.
+
+Rows (--what rows): for each dtype and each BLOCK from 65536 to 2^20 (rows
+of that N, M = 256 MiB / (4 N): rows that fill the device), the staged
+plan spreads a row over k CTAs of 256 threads, each keeping its share in
+shared memory, in a cluster or over the grid. The candidates are k0 (the
+plan's, from dump-ptx), k0 / 2 and 2 k0 (at least 2), each in a cluster
+(k <= 8) and over the grid, STAGE 32; the plan's own shape is measured as
+built. R rounds, medians compared as for the warps; the plan's shape stays
+while it is within P points of the best (a comment line records the
+measurements), else the best replaces it: a TUNED_ROWS(arch, dtype, BLOCK,
+k, in a cluster) line, the measurements in its comment. The plan applies
+it to rows of that BLOCK that fill the device, scaled to their width (as
+many CTAs as keep a share of the same bytes) where the shares fit
+(softmax_plan.c); explicit cluster, split or stage options override it.
+
+Warps (--what warps):
 
 Run it on the GPU machine, from a build of the current tree. For each dtype
 and each BLOCK from 2048 to 32768, tj-bench measures the % of copy of every
@@ -41,15 +62,20 @@ import sys
 
 BLOCKS = [2048, 4096, 8192, 16384, 32768]
 WARPS = [4, 8, 16, 32]
+ROW_BLOCKS = [65536, 131072, 262144, 524288, 1048576]
+ROW_STAGE = 32
 DTYPE_ENUM = {"f32": "TJ_DTYPE_F32", "f16": "TJ_DTYPE_F16", "bf16": "TJ_DTYPE_BF16"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def bench(tool, dtype, warps, reps, rows=None):
+def bench(tool, dtype, warps, reps, rows=None, blocks=BLOCKS, flags=()):
     """% of copy per BLOCK (one tj-bench process; M = rows, else tj-bench's
-    256 MiB / (4 N)), and tj-bench's device line."""
-    cmd = [tool, "--bandwidth", "-n", ",".join(map(str, BLOCKS)), "--dtype", dtype,
-           "--warps", str(warps), "--reps", str(reps), "--csv", "-"]
+    256 MiB / (4 N); warps and flags override the plan), and tj-bench's
+    device line."""
+    cmd = [tool, "--bandwidth", "-n", ",".join(map(str, blocks)), "--dtype", dtype,
+           "--reps", str(reps), "--csv", "-", *flags]
+    if warps:
+        cmd += ["--warps", str(warps)]
     if rows:
         cmd += ["-m", str(rows)]
     run = subprocess.run(cmd, capture_output=True, text=True)
@@ -57,33 +83,141 @@ def bench(tool, dtype, warps, reps, rows=None):
         sys.exit(f"tj-tune: {' '.join(cmd)} failed ({run.returncode}):\n{run.stderr[-2000:]}")
     out = {int(row["n"]): float(row["value"]) for row in csv.DictReader(io.StringIO(run.stdout))
            if row["section"] == "bandwidth" and row["metric"] == "pct_copy"}
-    if sorted(out) != BLOCKS:
+    if sorted(out) != sorted(blocks):
         sys.exit(f"tj-tune: {' '.join(cmd)} measured {sorted(out)}")
     device = next((l for l in run.stderr.splitlines() if l.startswith("tj-bench:")), "")
     return out, device
 
 
-def plan_warps(dump, arch, dtype, block):
-    """NUM_WARPS of the plan as built, from dump-ptx's header line."""
+def dump_plan(dump, arch, dtype, block):
+    """dump-ptx's output for softmax over rows of block as tj-bench runs
+    them (M = 256 MiB / (4 BLOCK)): the plan as built."""
     m = -(-(256 << 20) // (4 * block))
     run = subprocess.run([dump, "softmax", "-n", str(block), "-m", str(m), "--dtype", dtype,
                           "--arch", f"sm_{arch}"], capture_output=True, text=True)
-    found = re.search(r"NUM_WARPS=(\d+)", run.stdout)
-    if run.returncode != 0 or not found:
-        sys.exit(f"tj-tune: dump-ptx gave no NUM_WARPS for {dtype} {block}: {run.stderr[-500:]}")
+    if run.returncode != 0:
+        sys.exit(f"tj-tune: dump-ptx failed for {dtype} {block}: {run.stderr[-500:]}")
+    return run.stdout
+
+
+def plan_warps(dump, arch, dtype, block):
+    """NUM_WARPS of the plan as built, from dump-ptx's header line."""
+    found = re.search(r"NUM_WARPS=(\d+)", dump_plan(dump, arch, dtype, block))
+    if not found:
+        sys.exit(f"tj-tune: dump-ptx gave no NUM_WARPS for {dtype} {block}")
     return int(found.group(1))
+
+
+def plan_rows(dump, arch, dtype, block):
+    """(CTAs a row, in a cluster) of the plan as built, from dump-ptx's
+    layout comment ("over a cluster of 4 CTAs", "over 16 CTAs of the grid")."""
+    text = dump_plan(dump, arch, dtype, block)
+    found = re.search(r"over a cluster of (\d+) CTAs", text)
+    if found:
+        return int(found.group(1)), True
+    found = re.search(r"over (\d+) CTAs of the grid", text)
+    return (int(found.group(1)), False) if found else (1, False)
+
+
+def row_candidates(plan):
+    """The shapes measured for a row: the plan's (k0 CTAs), and k0 / 2, k0
+    and 2 k0 CTAs (at least 2) in a cluster (at most 8) and over the grid."""
+    k0, _ = plan
+    shapes = {plan}
+    for k in (k0 // 2, k0, 2 * k0):
+        if k >= 2:
+            shapes.add((k, False))
+            if k <= 8:
+                shapes.add((k, True))
+    return sorted(shapes)
+
+
+def shape_name(shape):
+    k, cluster = shape
+    return f"cluster {k}" if cluster else f"grid {k}"
+
+
+def measure_rows(args, dump, arch, dtype, rounds):
+    """TUNED_ROWS lines for dtype: per BLOCK the shape kept, as choose()
+    keeps warps (one regime)."""
+    lines = []
+    for block in ROW_BLOCKS:
+        plan = plan_rows(dump, arch, dtype, block)
+        got = {shape: [] for shape in row_candidates(plan)}
+        for _ in range(rounds):
+            for shape in got:
+                k, cluster = shape
+                flags = () if shape == plan else (
+                    "--warps", "8", "--stage", str(ROW_STAGE), "--cluster" if cluster else "--split",
+                    str(k))
+                value, _ = bench(args.bench, dtype, 0, args.reps, blocks=[block], flags=flags)
+                got[shape].append(value[block])
+        measured = {shape: [statistics.median(v)] for shape, v in got.items()}
+        choice = choose(measured, plan, args.margin)
+        shown = ", ".join(f"{shape_name(sh)} {v[0]:.1f}{' (plan)' if sh == plan else ''}"
+                          for sh, v in measured.items())
+        if choice == plan:  # the rules stand: a comment, which the plan does not read
+            lines.append(f"/* rows {DTYPE_ENUM[dtype]}, {block}: the plan's {shape_name(plan)} "
+                         f"kept; % of copy: {shown} */")
+        else:
+            lines.append(f"TUNED_ROWS({arch}, {DTYPE_ENUM[dtype]}, {block}, {choice[0]}, "
+                         f"{int(choice[1])}) /* % of copy: {shown} */")
+        print(f"{dtype} rows of {block}: {shape_name(choice)} (as built {shape_name(plan)}; {shown})")
+    return lines
 
 
 def choose(regimes, current, margin):
     """The warps to keep: current when it is fit (in each regime at most
     margin points behind the best there), else the fit candidate with the
     highest sum over the regimes (the highest sum when none is fit).
-    regimes: warps -> [% of copy with many rows, with few rows]."""
-    best = [max(v[k] for v in regimes.values()) for k in (0, 1)]
-    fit = [w for w, v in regimes.items() if all(v[k] >= best[k] - margin for k in (0, 1))]
+    regimes: candidate -> [% of copy in each regime] (warps: with many rows
+    and with few; the rows' shapes: many rows only)."""
+    count = len(next(iter(regimes.values())))
+    best = [max(v[k] for v in regimes.values()) for k in range(count)]
+    fit = [w for w, v in regimes.items() if all(v[k] >= best[k] - margin for k in range(count))]
     if current in fit:
         return current
     return max(fit or regimes, key=lambda w: sum(regimes[w]))
+
+
+def measure_warps(args, dump, arch, dtype):
+    """TUNED lines for dtype: per BLOCK the warps kept (choose)."""
+    rounds = []  # per round: (many, few) -> warps -> BLOCK -> % of copy
+    for _ in range(args.rounds):
+        got = ({}, {})
+        for w in WARPS:
+            got[0][w], _ = bench(args.bench, dtype, w, args.reps)
+            got[1][w], _ = bench(args.bench, dtype, w, args.reps, args.few_rows)
+        rounds.append(got)
+    lines = []
+    for block in BLOCKS:
+        size = 4 if dtype == "f32" else 2
+        ok = [w for w in WARPS if 8 <= block // (32 * w) and block // (32 * w) * size <= 128]
+        regimes = {w: [statistics.median(r[k][w][block] for r in rounds) for k in (0, 1)]
+                   for w in ok}
+        current = plan_warps(dump, arch, dtype, block)
+        choice = choose(regimes, current, args.margin)
+        shown = ", ".join(f"{w} warps {regimes[w][0]:.1f}/{regimes[w][1]:.1f}" for w in ok)
+        lines.append(f"TUNED({arch}, {DTYPE_ENUM[dtype]}, {block}, {choice}) "
+                     f"/* % of copy, many/few rows: {shown} */")
+        print(f"{dtype} BLOCK={block}: {choice} warps (as built {current}; {shown})")
+    return lines
+
+
+def blocks_of(text):
+    """The table's measured blocks after its header comment: (arch, kind,
+    lines), each from its "/* sm_NN:" stamp; kind "rows" when the stamp
+    says --what rows, else "warps"."""
+    blocks = []
+    for line in text.splitlines():
+        if line.startswith("/* sm_"):
+            blocks.append([re.match(r"/\* sm_(\d+)", line).group(1), "warps", []])
+        if not line.strip() or not blocks:
+            continue
+        blocks[-1][2].append(line)
+        if "--what rows" in line and len(blocks[-1][2]) <= 2:
+            blocks[-1][1] = "rows"
+    return blocks
 
 
 def main():
@@ -96,49 +230,47 @@ def main():
     p.add_argument("--margin", type=float, default=1.5)
     p.add_argument("--few-rows", type=int, default=1024,
                    help="M of the few-rows regime (default 1024)")
+    p.add_argument("--what", default="warps,rows", help="sections: warps, rows or both")
     args = p.parse_args()
+    what = [w for w in ("warps", "rows") if w in args.what.split(",")]
+    if not what or set(args.what.split(",")) - set(what):
+        p.error(f"--what takes warps, rows or warps,rows, not {args.what!r}")
     dump = os.path.join(os.path.dirname(args.bench), "dump-ptx")
-    lines, device = [], ""
-    for dtype in args.dtype.split(","):
-        rounds = []  # per round: (many, few) -> warps -> BLOCK -> % of copy
-        for _ in range(args.rounds):
-            got = ({}, {})
-            for w in WARPS:
-                got[0][w], dev = bench(args.bench, dtype, w, args.reps)
-                got[1][w], _ = bench(args.bench, dtype, w, args.reps, args.few_rows)
-                device = device or dev
-            rounds.append(got)
-        found = re.search(r"sm_(\d+)", device)
-        if not found:
-            sys.exit(f"tj-tune: no arch in tj-bench's header: {device!r}")
-        arch = found.group(1)
-        for block in BLOCKS:
-            size = 4 if dtype == "f32" else 2
-            ok = [w for w in WARPS if 8 <= block // (32 * w) and block // (32 * w) * size <= 128]
-            regimes = {w: [statistics.median(r[k][w][block] for r in rounds) for k in (0, 1)]
-                       for w in ok}
-            current = plan_warps(dump, arch, dtype, block)
-            choice = choose(regimes, current, args.margin)
-            shown = ", ".join(f"{w} warps {regimes[w][0]:.1f}/{regimes[w][1]:.1f}" for w in ok)
-            lines.append(f"TUNED({arch}, {DTYPE_ENUM[dtype]}, {block}, {choice}) "
-                         f"/* % of copy, many/few rows: {shown} */")
-            print(f"{dtype} BLOCK={block}: {choice} warps (as built {current}; {shown})")
-    arch = re.search(r"sm_(\d+)", device).group(1)
+    _, device = bench(args.bench, "f32", 0, 1, rows=1, blocks=[32])
+    found = re.search(r"sm_(\d+)", device)
+    if not found:
+        sys.exit(f"tj-tune: no arch in tj-bench's header: {device!r}")
+    arch = found.group(1)
+    written = {}
+    for section in what:
+        lines = []
+        for dtype in args.dtype.split(","):
+            if section == "warps":
+                lines += measure_warps(args, dump, arch, dtype)
+            else:
+                lines += measure_rows(args, dump, arch, dtype, args.rounds)
+        written[section] = lines
     text = open(args.out).read()
     head, rest = text.split("*/", 1)
-    kept, mine = [], False  # other archs' blocks, each from its "/* sm_NN:" line
-    for line in rest.splitlines():
-        if line.startswith("/* sm_"):
-            mine = line.startswith(f"/* sm_{arch}:")
-        if line.strip() and not mine:
-            kept.append(line)
-    stamp = (f"/* sm_{arch}: {device.removeprefix('tj-bench: ')};\n"
-             f"   tools/tj-tune.py --reps {args.reps} --rounds {args.rounds} "
-             f"--margin {args.margin} --few-rows {args.few_rows} */")
+    dtypes = [DTYPE_ENUM[d] for d in args.dtype.split(",")]
+    kept, earlier = [], {}  # earlier: section -> this arch's lines of the other dtypes
+    for a, kind, lines in blocks_of(rest):
+        if a != arch or kind not in written:
+            kept += lines
+        else:
+            earlier[kind] = [l for l in lines if re.search(r"TJ_DTYPE_\w+", l) and
+                             re.search(r"TJ_DTYPE_\w+", l).group(0) not in dtypes]
+    for section, lines in written.items():
+        extra = f" --few-rows {args.few_rows}" if section == "warps" else ""
+        kept.append(f"/* sm_{arch}: {device.removeprefix('tj-bench: ')};\n"
+                    f"   tools/tj-tune.py --what {section} --reps {args.reps} "
+                    f"--rounds {args.rounds} --margin {args.margin}{extra} */")
+        kept += earlier.get(section, []) + lines
     head = head.replace(" Until then this file holds no line.", "")
     with open(args.out, "w") as f:
-        f.write(head + "*/\n" + "\n".join(kept + [stamp] + lines) + "\n")
-    print(f"tj-tune: wrote {len(lines)} lines for sm_{arch} to {args.out}")
+        f.write(head + "*/\n" + "\n".join(kept) + "\n")
+    count = sum(len(v) for v in written.values())
+    print(f"tj-tune: wrote {count} lines for sm_{arch} to {args.out}")
 
 
 if __name__ == "__main__":

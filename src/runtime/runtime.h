@@ -542,6 +542,23 @@ void rt_workspace_free_all(tj_context *ctx);
  * that is less (after the runtime shrinks a plan, too). */
 void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n);
 
+/* A measured shape for staged rows (softmax_tuning.inc's TUNED_ROWS): CTAs
+ * a row of BLOCK takes, in a cluster or over the grid. */
+typedef struct RtTunedRows {
+  int arch;
+  tj_dtype dtype;
+  int64_t block;
+  int ctas;
+  bool cluster;
+} RtTunedRows;
+
+/* The plan's cluster, split, warps and stage from the line of lines
+ * (count of them) for d's arch, dtype and next_pow2(n), scaled to n; false
+ * (plan untouched) when there is none or it does not apply to m rows of n
+ * on d. tj_softmax's plan reads the table built in; tests give their own. */
+bool rt_softmax_tuned_rows(const RtTunedRows *lines, size_t count, const tj_device_info *d,
+                           tj_dtype dtype, int64_t m, int64_t n, tj_softmax_plan *plan);
+
 
 /* ---------------------------------------------------- softmax_launch.c */
 

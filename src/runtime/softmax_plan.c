@@ -11,6 +11,8 @@
  *     measured on an H200 in f32; per arch and dtype the measured lines of
  *     softmax_tuning.inc, tools/tj-tune.py's, take precedence): one CTA,
  *     or a lane group, per row;
+ *   - softmax_tuning.inc's TUNED_ROWS lines, where tj-tune measured a
+ *     shape for staged rows that beats the rules below (rt_softmax_tuned_rows);
  *   - rows of 64 KiB and more (sm_80 and later) are staged (plan_staged):
  *     where the shared memory of one CTA, a cluster of up to 8 or the grid
  *     holds them, x is read once and three 256-thread CTAs share an SM;
@@ -278,12 +280,54 @@ static int64_t balance_rounds(int64_t fill, int64_t rows, int64_t split) {
   return wider < STAGE_THREADS ? wider : STAGE_THREADS;
 }
 
-static void plan_staged(const tj_device_info *d, int elem, int64_t m, int64_t n, int tiles,
+/* Measured CTAs for staged softmax rows of one BLOCK that fill the device
+ * (softmax_tuning.inc's TUNED_ROWS lines, written by tools/tj-tune.py
+ * --what rows where a shape beat the rules below by more than its margin):
+ * that many CTAs a row of BLOCK, in a cluster or over the grid. */
+static const RtTunedRows tuned_rows[] = {
+#define TUNED(arch, dtype, block, warps)
+#define TUNED_ROWS(arch, dtype, block, ctas, cluster) {arch, dtype, block, ctas, cluster},
+#include "runtime/softmax_tuning.inc"
+#undef TUNED_ROWS
+#undef TUNED
+    {0, TJ_DTYPE_F32, 0, 0, false}};
+
+/* A measured shape applies scaled to n (the CTAs that keep shares of the
+ * bytes measured at BLOCK), at least 2, their shares within one CTA's
+ * shared memory, a cluster within the portable 8 (and sm_90's clusters),
+ * the grid's CTAs all resident (a cooperative launch), and rows that fill
+ * the device. */
+bool rt_softmax_tuned_rows(const RtTunedRows *lines, size_t count, const tj_device_info *d,
+                           tj_dtype dtype, int64_t m, int64_t n, tj_softmax_plan *plan) {
+  int elem = ir_dtype_size(dtype);
+  for (size_t i = 0; i < count; i++) {
+    const RtTunedRows *t = &lines[i];
+    if (t->arch != d->arch || t->dtype != dtype || t->block != tj_next_pow2(n)) continue;
+    int64_t ctas = ceil_div(t->ctas * n, t->block), share = stash_bytes(n, 1, elem, ctas);
+    bool cluster = t->cluster && ctas <= PORTABLE_CLUSTER && d->cluster_launch;
+    if (ctas < 2 || t->cluster != cluster || share + 1024 > d->max_shared_per_block_optin)
+      return false;
+    if (!cluster && (!d->cooperative_launch || staged_resident(d, share) < ctas)) return false;
+    if (m * ctas < (int64_t)d->sm_count) return false;
+    plan->cluster = cluster ? (int)ctas : 1;
+    plan->split = cluster ? 1 : (int)ctas;
+    plan->num_warps = STAGE_THREADS / 32;
+    plan->stage = fitted_stage(n, elem, ctas);
+    return true;
+  }
+  return false;
+}
+
+static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int64_t n, int tiles,
                         bool wide, tj_softmax_plan *plan) {
+  int elem = ir_dtype_size(dtype);
   int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
   if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80) return;
   if (bytes < STAGE_MIN_BYTES && n * tiles < STAGE_MIN_ELEMS) return;
   if (d->max_shared_per_block_optin < STAGE_CTA_BYTES + 1024) return;
+  if (tiles == 1 && wide &&
+      rt_softmax_tuned_rows(tuned_rows, TJ_COUNTOF(tuned_rows) - 1, d, dtype, m, n, plan))
+    return;
   /* Clusters of at most 8 (portable): a row of 16 such CTAs ran faster
    * over the grid (H100, 2026-11-26, % of copy, a cluster of 16 against a
    * split of 16: f32 256 x 262144 90.8 / 94.7, bf16 256 x 524288 86.9 /
@@ -329,7 +373,9 @@ typedef struct Tuned {
 
 static const Tuned tuned[] = {
 #define TUNED(arch, dtype, block, warps) {arch, dtype, block, warps},
+#define TUNED_ROWS(arch, dtype, block, ctas, cluster)
 #include "runtime/softmax_tuning.inc"
+#undef TUNED_ROWS
 #undef TUNED
     {0, TJ_DTYPE_F32, 0, 0}};
 
@@ -402,7 +448,7 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
    * 93.5-94.2 / 90.8-91.4, 2^20 76.3-76.4 / 78.9-80.8. */
   bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
   if (!o->stage && !chosen && (tiles == 1 || elem == 2))
-    plan_staged(device, elem, m, n, tiles, wide, plan);
+    plan_staged(device, dtype, m, n, tiles, wide, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
