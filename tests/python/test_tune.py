@@ -91,13 +91,19 @@ def write_script(path, text):
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
+def stand_ins(tmp):
+    """(tj-bench, table): the stand-in tools and a copy of the table in tmp."""
+    bench = os.path.join(tmp, "tj-bench")
+    write_script(bench, FAKE_BENCH)
+    write_script(os.path.join(tmp, "dump-ptx"), FAKE_DUMP)
+    table = os.path.join(tmp, "softmax_tuning.inc")
+    shutil.copy(os.path.join(ROOT, "src", "runtime", "softmax_tuning.inc"), table)
+    return bench, table
+
+
 def test_a_run_writes_the_table():
     with tempfile.TemporaryDirectory() as tmp:
-        bench = os.path.join(tmp, "tj-bench")
-        write_script(bench, FAKE_BENCH)
-        write_script(os.path.join(tmp, "dump-ptx"), FAKE_DUMP)
-        table = os.path.join(tmp, "softmax_tuning.inc")
-        shutil.copy(os.path.join(ROOT, "src", "runtime", "softmax_tuning.inc"), table)
+        bench, table = stand_ins(tmp)
         with open(table, "a") as f:
             f.write("/* sm_80: another GPU */\nTUNED(80, TJ_DTYPE_F32, 2048, 8) /* kept */\n")
         run = subprocess.run([sys.executable, TOOL, "--bench", bench, "--out", table, "--dtype",
@@ -129,11 +135,7 @@ def test_rows_writes_its_lines():
     candidate in the comment; the warps lines stay; a second run replaces
     the first one's rows lines."""
     with tempfile.TemporaryDirectory() as tmp:
-        bench = os.path.join(tmp, "tj-bench")
-        write_script(bench, FAKE_BENCH)
-        write_script(os.path.join(tmp, "dump-ptx"), FAKE_DUMP)
-        table = os.path.join(tmp, "softmax_tuning.inc")
-        shutil.copy(os.path.join(ROOT, "src", "runtime", "softmax_tuning.inc"), table)
+        bench, table = stand_ins(tmp)
         before = [l for l in open(table).read().splitlines() if l.startswith("TUNED(")]
         for _ in range(2):
             run = subprocess.run([sys.executable, TOOL, "--bench", bench, "--out", table,
