@@ -33,11 +33,15 @@ static char *make(const SoftmaxConfig *cfg, tj_kernel_info *info) {
   return ptx;
 }
 
-/* The layout rules of layout.c, restated: threads per row for softmax. */
+/* The layout rules of geometry.c, restated: threads per row for f32
+ * softmax; vectors narrower than 16 bytes (vec < 4) give a lane inside a
+ * warp at least 8 elements. */
 static int expected_group(int64_t block, int warps, int vec) {
   int64_t vectors = block / vec, threads = 32 * warps;
-  if (block <= 1024) return (int)(vectors < 32 ? vectors : 32);
-  return (int)(vectors < threads ? vectors : threads);
+  if (block > 1024) return (int)(vectors < threads ? vectors : threads);
+  int64_t g = vectors < 32 ? vectors : 32;
+  if (vec < 4 && g > block / 8) g = block / 8 > 1 ? block / 8 : 1;
+  return (int)g;
 }
 
 static int vec_of(int64_t block, int align) {

@@ -184,6 +184,7 @@ typedef struct CgGeometry {
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
 #define CG_STATIC_SHARED_MAX 49152 /* more shared memory is declared .extern, sized at launch */
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
+#define CG_LANE_SCALARS 8    /* ... each lane at least this many, element by element */
 
 /* A tile of len elements: the thread with index `lane` (geometry.c) owns
  * VEC contiguous elements at lane*VEC + j*span*VEC for repeats j < reps;
@@ -213,9 +214,10 @@ typedef struct CgLayout {
 int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable);
 /* The tiles of length len a program loads (at least 1): what it holds at once. */
 int cg_tiles_loaded(const tj_program *p, int64_t len);
-/* The geometry of c, once the longest tile, its VEC and the tiles of that
- * length loaded are known. */
-tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int loaded);
+/* The geometry of c, once the longest tile, its VEC, whether its vectors
+ * are narrower than 16 bytes, and the tiles of that length loaded are
+ * known. */
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, bool narrow, int loaded);
 /* Whether an instance spreads over several CTAs (CLUSTER or SPLIT > 1). */
 bool cg_multi_cta(const CgCtx *c);
 /* Element offset of slot k within the instance's tile, relative to lane*VEC. */

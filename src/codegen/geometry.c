@@ -85,7 +85,7 @@ static tj_status check_levels(CgCtx *c) {
   return TJ_OK;
 }
 
-tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int loaded) {
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, bool narrow, int loaded) {
   CgGeometry *g = &c->geo;
   g->warps = c->spec->num_warps;
   g->threads = 32 * g->warps;
@@ -97,6 +97,17 @@ tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int loaded) {
   g->group = one_cta ? cg_group_size(g->threads, longest * loaded, (longest + vec - 1) / vec,
                                      c->facts.packable)
                      : g->threads;
+  /* Rows in vectors narrower than 16 bytes (off their alignment: element
+   * by element, or 4 or 8 bytes at a time) that stay inside a warp: a lane
+   * takes at least CG_LANE_SCALARS elements, so that it has several loads
+   * in flight (a row of BLOCK 128 over 16 lanes, two rows a warp). Measured
+   * on an H100 (bench/RESULTS.md, 2026-11-27), % of copy, 32 lanes against
+   * this: f32 N = 33 59.3 / 100.6, N = 77 94.4 / 100.0; bf16 N = 33 31.2 /
+   * 79.1, N = 77 64.4 / 88.7, N = 127 90.4 / 94.7. */
+  int64_t fewer = pow2_ceil(longest) / CG_LANE_SCALARS;
+  bool in_warp = c->facts.packable && longest * loaded <= CG_WARP_ROW_MAX;
+  if (one_cta && narrow && in_warp && g->group > fewer)
+    g->group = fewer > 1 ? (int)fewer : 1;
   g->programs = g->threads / g->group;
   g->span = (int64_t)g->group * g->cluster * g->split;
   return TJ_OK;

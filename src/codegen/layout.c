@@ -24,6 +24,7 @@
  *
  *   BLOCK          warps  layout (VEC 4 f32, 8 f16/bf16)       row values per thread
  *   1 .. 1024        4    lane groups of 1..32 lanes, 4+ rows   VEC .. 32
+ *                         (rows in vectors under 16 bytes: 8+ a lane)
  *   2048             4    one row per CTA, 128 threads           16
  *   4096             8    256 threads                            16
  *   8192            16    512 threads                            16
@@ -102,14 +103,18 @@ static void choose_vec(CgCtx *c, int layout) {
   c->layouts[layout].vec = contiguous ? vec : 1;
 }
 
-/* The longest tile and its VEC: they decide how many threads an instance takes. */
-static void longest_tile(const CgCtx *c, int64_t *longest, int *vec) {
+/* The longest tile, its VEC, and whether its vectors are narrower than 16
+ * bytes (rows off their alignment, unphased, or element by element): they
+ * decide how many threads an instance takes. */
+static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, bool *narrow) {
   *longest = 1;
   *vec = 1;
+  *narrow = true;
   for (int i = 0; i < c->nlayouts; i++)
     if (c->layouts[i].len > *longest) {
       *longest = c->layouts[i].len;
       *vec = c->layouts[i].vec;
+      *narrow = *vec == 1 || (c->spec->align < 16 && !c->layouts[i].phased);
     }
 }
 
@@ -150,8 +155,10 @@ tj_status cg_plan_layout(CgCtx *c) {
   for (int i = 0; i < c->nlayouts; i++) choose_vec(c, i);
   int64_t longest;
   int vec;
-  longest_tile(c, &longest, &vec);
-  if ((st = cg_plan_geometry(c, longest, vec, cg_tiles_loaded(c->p, longest))) != TJ_OK) return st;
+  bool narrow;
+  longest_tile(c, &longest, &vec, &narrow);
+  st = cg_plan_geometry(c, longest, vec, narrow, cg_tiles_loaded(c->p, longest));
+  if (st != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
   if (st == TJ_OK) st = cg_plan_stream(c);
   cg_unphase_streamed(c);
