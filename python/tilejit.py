@@ -22,9 +22,11 @@ inputs raise TypeError or ValueError before anything reaches C.
 
 For torch tensors the first call of a layout (dtype, shape, strides,
 device, out's layout, options) checks it and keeps the C call's arguments
-as ctypes objects; later calls of that layout read only the data pointers
-and torch's current stream, so a launch costs little more host time than
-tj_softmax itself.
+(as ctypes objects, and as plain ints); later calls of that layout read
+only the data pointers and torch's current stream, so a launch costs little
+more host time than tj_softmax itself. Where the optional extension
+_tilejit_fast (tilejit_fast.c) is built, softmax and log_softmax make those
+later calls in C; TILEJIT_PURE_PYTHON=1 keeps to ctypes.
 
 One tj_context is kept per device for the life of the process, created on
 first use. For torch tensors it is created for the tensor's device, which
@@ -615,9 +617,9 @@ def _allocator(torch, x, n):
 
 def _plan_tensor_call(torch, x, out, key, num_warps, backend, template, api="tilejit.softmax"):
     """Checks a layout seen for the first time and keeps, under its key
-    (unless None), what every call with that layout passes (ctypes objects
-    all): the context, dtype, m, n, strides, options, device and output allocator;
-    returns it. Raises what the layout is wrong for; nothing is kept then."""
+    (unless None), what every call with that layout passes (ctypes objects):
+    the context, dtype, m, n, strides, device, options and output allocator,
+    then the same arguments as plain ints for the C hot path; returns it. Raises what the layout is wrong for; nothing is kept then."""
     options = _options(num_warps, backend, template)
     dtype = _torch_dtypes.get(x.dtype)
     if dtype is None:
