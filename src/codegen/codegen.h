@@ -184,7 +184,7 @@ typedef struct CgGeometry {
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
 #define CG_STATIC_SHARED_MAX 49152 /* more shared memory is declared .extern, sized at launch */
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
-#define CG_LANE_SCALARS 8    /* ... each lane at least this many, element by element */
+#define CG_LANE_SCALARS 8    /* ... each lane at least this many in narrow vectors */
 
 /* A tile of len elements: the thread with index `lane` (geometry.c) owns
  * VEC contiguous elements at lane*VEC + j*span*VEC for repeats j < reps;
@@ -209,9 +209,10 @@ typedef struct CgLayout {
 
 /* Threads of a CTA of `threads` per instance whose longest tile has
  * `vectors` vectors, and which holds `held` elements of such tiles at once
- * (the tile's length times the tiles of that length it loads; both
- * backends use it). */
-int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable);
+ * (the tile's length times the tiles of that length it loads), a lane
+ * inside a warp taking at least `lane_vectors` of them (both backends use
+ * it). */
+int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int lane_vectors);
 /* The tiles of length len a program loads (at least 1): what it holds at once. */
 int cg_tiles_loaded(const tj_program *p, int64_t len);
 /* The geometry of c, once the longest tile, its VEC, whether its vectors

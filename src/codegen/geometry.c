@@ -42,16 +42,28 @@ static int64_t pow2_ceil(int64_t v) {
  * longest tile has `vectors` vectors, `held` elements of such tiles loaded
  * at once (softmax holds x; its backward y and dy, twice as many):
  *   - instances holding up to CG_WARP_ROW_MAX elements stay inside one
- *     warp: G is the row's vectors rounded up to a power of two, at most 32
- *     lanes, so no shared memory or barrier is ever needed;
+ *     warp: G is the row's vectors rounded up to a power of two over
+ *     `lane_vectors` (at least 1 lane, at most 32), so no shared memory or
+ *     barrier is ever needed;
  *   - larger ones spread over min(T, vectors) threads, whole warps;
  *   - when instances may not share a CTA (a loop holding a reduction has
  *     bounds that differ between instances, so shfl.sync and bar.sync would
  *     be reached unequally), G = T.
+ * lane_vectors, the least vectors a lane takes inside a warp: 1, or for
+ * rows in vectors narrower than 16 bytes (off their alignment: element by
+ * element, or 4 or 8 bytes at a time) CG_LANE_SCALARS elements' worth, so
+ * that a lane has several loads in flight (a row of BLOCK 128 over 16
+ * lanes, two rows a warp). Measured on an H100 (bench/RESULTS.md,
+ * 2026-11-27), % of copy, 32 lanes against this: f32 N = 33 59.3 / 100.6,
+ * N = 77 94.4 / 100.0; bf16 N = 33 31.2 / 79.1, N = 77 64.4 / 88.7, N = 127
+ * 90.4 / 94.7.
  */
-int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable) {
+int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int lane_vectors) {
   vectors = pow2_ceil(vectors);
-  if (packable && held <= CG_WARP_ROW_MAX) return (int)(vectors < 32 ? vectors : 32);
+  if (packable && held <= CG_WARP_ROW_MAX) {
+    int64_t lanes = vectors / lane_vectors;
+    return (int)(lanes < 1 ? 1 : lanes < 32 ? lanes : 32);
+  }
   if (packable && vectors < threads) return (int)(vectors < 32 ? 32 : vectors);
   return threads;
 }
@@ -94,20 +106,10 @@ tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, bool narrow, int 
   tj_status st = check_levels(c);
   if (st != TJ_OK) return st;
   bool one_cta = g->cluster == 1 && g->split == 1;
+  int lane_vectors = narrow && vec < CG_LANE_SCALARS ? CG_LANE_SCALARS / vec : 1;
   g->group = one_cta ? cg_group_size(g->threads, longest * loaded, (longest + vec - 1) / vec,
-                                     c->facts.packable)
+                                     c->facts.packable, lane_vectors)
                      : g->threads;
-  /* Rows in vectors narrower than 16 bytes (off their alignment: element
-   * by element, or 4 or 8 bytes at a time) that stay inside a warp: a lane
-   * takes at least CG_LANE_SCALARS elements, so that it has several loads
-   * in flight (a row of BLOCK 128 over 16 lanes, two rows a warp). Measured
-   * on an H100 (bench/RESULTS.md, 2026-11-27), % of copy, 32 lanes against
-   * this: f32 N = 33 59.3 / 100.6, N = 77 94.4 / 100.0; bf16 N = 33 31.2 /
-   * 79.1, N = 77 64.4 / 88.7, N = 127 90.4 / 94.7. */
-  int64_t fewer = pow2_ceil(longest) / CG_LANE_SCALARS;
-  bool in_warp = c->facts.packable && longest * loaded <= CG_WARP_ROW_MAX;
-  if (one_cta && narrow && in_warp && g->group > fewer)
-    g->group = fewer > 1 ? (int)fewer : 1;
   g->programs = g->threads / g->group;
   g->span = (int64_t)g->group * g->cluster * g->split;
   return TJ_OK;
