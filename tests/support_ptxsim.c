@@ -29,6 +29,12 @@
  * mapa turns one into a shared::cluster address, (rank + 1) << 24 | offset
  * (a CTA-local address used as a shared::cluster one names the CTA itself,
  * as in PTX).
+ *
+ * cp.async copies are asynchronous here too: each thread keeps its copies
+ * pending, in commit groups, and performs them (reading global memory then)
+ * only at the cp.async.wait_group or wait_all that waits for them. A shared
+ * access of the thread that overlaps one of its pending copies, and a
+ * thread that exits with copies pending, are errors.
  */
 #include "support_ptxsim.h"
 
@@ -55,7 +61,7 @@ enum { ACCESS_READ = 1, ACCESS_WRITE = 2 };
   X(BFE, "bfe")   X(CVT, "cvt")   X(CVTA, "cvta")   X(SELP, "selp") X(FMA, "fma")   X(SETP, "setp")\
   X(EX2, "ex2")   X(LG2, "lg2")   X(LD, "ld")       X(ST, "st")     X(ATOM, "atom") X(RED, "red")  \
   X(MAPA, "mapa") X(SHFL, "shfl") X(BAR, "bar")     X(BARRIER, "barrier") X(FENCE, "fence")        \
-  X(MEMBAR, "membar") X(BRA, "bra") X(RET, "ret")   X(EXIT, "exit")
+  X(MEMBAR, "membar") X(BRA, "bra") X(RET, "ret")   X(EXIT, "exit") X(CP, "cp")
 /* clang-format on */
 
 typedef enum Op {
@@ -102,6 +108,7 @@ enum {
 };
 /* clang-format on */
 enum { MUL_LO, MUL_WIDE, MUL_HI };
+enum { CP_COPY, CP_COMMIT, CP_WAIT, CP_WAIT_ALL };
 enum { ROUND_NEAREST, ROUND_ZERO, ROUND_DOWN, ROUND_UP };
 
 /* Operations of atom and red. */
@@ -138,7 +145,7 @@ typedef struct Ins {
   uint8_t aligned; /* barrier.cluster.*.aligned */
   uint8_t nc;      /* ld.global.nc: must not read what this launch wrote */
   uint8_t cmp, combine, aop;
-  uint8_t mode;      /* mul, mad: MUL_*; cvt: ROUND_* */
+  uint8_t mode;      /* mul, mad: MUL_*; cvt: ROUND_*; cp.async: CP_* */
   Ty to;             /* cvt: the destination type (ty is the source) */
   char mods[10][20]; /* the dotted parts after the opcode */
   int nmods;
@@ -528,6 +535,31 @@ static bool decode_mapa(Kernel *k, Ins *in, char *why, size_t size) {
   return true;
 }
 
+/* cp.async.cg.shared.global [d], [s], 16; cp.async.commit_group;
+ * cp.async.wait_group N; cp.async.wait_all. */
+static bool decode_cp(Kernel *k, Ins *in, char *why, size_t size) {
+  const char *what = in->nmods >= 2 && !strcmp(in->mods[0], "async") ? in->mods[1] : "";
+  need_target(k, 80);
+  if (!strcmp(what, "commit_group") || !strcmp(what, "wait_all")) {
+    in->mode = what[0] == 'c' ? CP_COMMIT : CP_WAIT_ALL;
+    if (in->nmods == 2 && in->nops == 0) return true;
+  } else if (!strcmp(what, "wait_group")) {
+    in->mode = CP_WAIT;
+    if (in->nmods == 2 && in->nops == 1 && in->o[0].kind == K_IMM) return true;
+  } else if (!strcmp(what, "cg") && in->nmods == 4 && !strcmp(in->mods[2], "shared") &&
+             !strcmp(in->mods[3], "global")) {
+    in->mode = CP_COPY;
+    in->space = SPACE_SHARED;
+    if (in->nops == 3 && in->o[0].kind == K_ADDR && in->o[1].kind == K_ADDR &&
+        in->o[0].base != BASE_PARAM && in->o[1].base == BASE_REG && in->o[2].kind == K_IMM &&
+        in->o[2].imm == 16)
+      return true;
+  }
+  return bad(why, size,
+             "only cp.async.cg.shared.global [d], [s], 16, cp.async.commit_group, "
+             "cp.async.wait_group N and cp.async.wait_all are supported");
+}
+
 static bool decode(Kernel *k, Ins *in, char *why, size_t size) {
   in->ty = in->nmods ? type_of(in->mods[in->nmods - 1]) : TY_NONE;
   in->vec = 1;
@@ -545,6 +577,7 @@ static bool decode(Kernel *k, Ins *in, char *why, size_t size) {
   case OP_FENCE:
   case OP_MEMBAR: return decode_fence(k, in, why, size);
   case OP_MAPA: return decode_mapa(k, in, why, size);
+  case OP_CP: return decode_cp(k, in, why, size);
   case OP_SHFL:
     if (in->nmods != 3 || strcmp(in->mods[0], "sync") || strcmp(in->mods[1], "bfly") ||
         in->ty != TY_B32 || in->nops != 5 || in->o[0].kind != K_REG)
@@ -751,8 +784,19 @@ enum { T_RUN, T_SHFL, T_BAR, T_CLUSTER, T_DONE }; /* running, or blocked at / ex
 
 typedef struct Cta Cta;
 
+/* A pending cp.async: 16 bytes from src (global) to dst (the CTA's tj_smem). */
+typedef struct Copy {
+  uint8_t *dst;
+  const uint8_t *src;
+  uint32_t group; /* the commit group it belongs to (Thread.groups when issued) */
+  int line;
+} Copy;
+
 typedef struct Thread {
   uint8_t *regs; /* its register block: values at Sim.value_at, written flags at set_at */
+  Copy *copies;  /* cp.async copies issued and not yet waited for */
+  int ncopies, capcopies;
+  uint32_t groups; /* cp.async.commit_group executed */
   Cta *cta;
   int pc, tid;
   int spin_pc;                    /* the poll it last yielded after, or -1 */
@@ -1247,7 +1291,15 @@ static uint8_t *shared_at(Sim *s, Thread *t, const Ins *in, uint64_t addr, size_
                 cluster ? "shared::cluster" : "shared", bytes, (unsigned long long)offset,
                 s->k->smem),
            NULL;
-  return target->smem + offset;
+  uint8_t *at = target->smem + offset;
+  for (int i = 0; i < t->ncopies; i++)
+    if (at < t->copies[i].dst + 16 && t->copies[i].dst < at + bytes)
+      return fail(s, in->line,
+                  "shared access at offset %llu overlaps the thread's cp.async of line %d, not "
+                  "yet waited for",
+                  (unsigned long long)offset, t->copies[i].line),
+             NULL;
+  return at;
 }
 
 static uint64_t param_value(Sim *s, const Ins *in, int index) {
@@ -1339,6 +1391,50 @@ static void atomic(Sim *s, Thread *t, const Ins *in) {
   if (!red) put(s, t, in, 0, old);
 }
 
+/* Performs the thread's pending copies of groups below `below`. */
+static void complete_copies(Sim *s, Thread *t, uint32_t below) {
+  int kept = 0;
+  for (int i = 0; i < t->ncopies; i++) {
+    Copy *cp = &t->copies[i];
+    if (cp->group >= below) {
+      t->copies[kept++] = *cp;
+      continue;
+    }
+    s->changes += memcmp(cp->dst, cp->src, 16) != 0;
+    memcpy(cp->dst, cp->src, 16);
+  }
+  t->ncopies = kept;
+}
+
+/* cp.async: a copy issued (pending), a group committed, or a wait. */
+static void async_copy(Sim *s, Thread *t, const Ins *in) {
+  if (in->mode == CP_COMMIT) {
+    t->groups++;
+  } else if (in->mode == CP_WAIT_ALL) {
+    complete_copies(s, t, UINT32_MAX);
+  } else if (in->mode == CP_WAIT) {
+    uint64_t n = in->o[0].imm;
+    complete_copies(s, t, n >= t->groups ? 0 : t->groups - (uint32_t)n);
+  } else {
+    uint64_t d = reg_get(s, t, in->o[0].cls, in->o[0].idx, in->line) + (uint64_t)in->o[0].off;
+    uint64_t a = reg_get(s, t, in->o[1].cls, in->o[1].idx, in->line) + (uint64_t)in->o[1].off;
+    uint8_t *dst = s->failed ? NULL : shared_at(s, t, in, d, 16);
+    const uint8_t *src = dst ? global_at(s, in, a, 16, ACCESS_READ) : NULL;
+    if (!src) return;
+    if (t->ncopies == t->capcopies) {
+      int cap = t->capcopies ? 2 * t->capcopies : 16;
+      Copy *more = realloc(t->copies, sizeof *more * (size_t)cap);
+      if (!more) {
+        fail(s, in->line, "out of memory");
+        return;
+      }
+      t->copies = more;
+      t->capcopies = cap;
+    }
+    t->copies[t->ncopies++] = (Copy){dst, src, t->groups, in->line};
+  }
+}
+
 /* mapa.shared::cluster d, a, rank: a's offset in the tj_smem of CTA rank. */
 static void map_address(Sim *s, Thread *t, const Ins *in) {
   uint64_t a = get(s, t, in, 1), rank = get(s, t, in, 2), offset = a & 0xFFFFFF;
@@ -1415,6 +1511,7 @@ static void step(Sim *s, Thread *t, const Ins *in) {
   case OP_ATOM:
   case OP_RED: atomic(s, t, in); break;
   case OP_MAPA: map_address(s, t, in); break;
+  case OP_CP: async_copy(s, t, in); break;
   case OP_FENCE:
   case OP_MEMBAR: break; /* the simulator is sequentially consistent */
   default: fail(s, in->line, "unexpected instruction"); break;
@@ -1501,7 +1598,10 @@ static void exit_thread(Sim *s, Thread *t, const Ins *in) {
   c->live--;
   s->live--;
   s->progress++;
-  if (t->arrived)
+  if (t->ncopies)
+    fail(s, in->line, "exits with %d cp.async copies pending (the first issued at line %d)",
+         t->ncopies, t->copies[0].line);
+  else if (t->arrived)
     fail(s, in->line, "exits between barrier.cluster.arrive (line %d) and barrier.cluster.wait",
          s->k->ins[t->arrive_pc].line);
   else if (cl->arrived)
@@ -1817,6 +1917,8 @@ static void init_group(Sim *s, int base) {
       t->tid = j;
       t->spin_pc = -1;
       t->arrivals = 0;
+      t->ncopies = 0;
+      t->groups = 0;
       t->state = T_RUN;
       t->arrived = 0;
     }
@@ -1830,6 +1932,8 @@ static void init_group(Sim *s, int base) {
 }
 
 static void free_group(Sim *s) {
+  size_t threads = s->threads ? (size_t)s->group * (size_t)s->k->threads : 0;
+  for (size_t i = 0; i < threads; i++) free(s->threads[i].copies);
   for (int i = 0; s->written && i <= s->nargs; i++) free(s->written[i]);
   free(s->written);
   free(s->ctas);

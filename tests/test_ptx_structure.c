@@ -440,8 +440,9 @@ START_TEST(partial_vectors_in_their_own_block) {
 END_TEST
 
 /* STAGE (codegen/stream.c): a staged row streams in pieces whose loads go
- * to shared memory once and come back from there; its stash beyond 48 KiB
- * is .extern, sized in the launch shape; a stash no CTA of the arch can
+ * to shared memory once and come back from there (on sm_90 copied there by
+ * cp.async a piece ahead, on sm_75 through registers); its stash beyond 48
+ * KiB is .extern, sized in the launch shape; a stash no CTA of the arch can
  * have is refused; and a tile that fits the STAGE is not staged at all. */
 START_TEST(staged_rows_keep_x_in_shared_memory) {
   tj_program *p;
@@ -453,10 +454,27 @@ START_TEST(staged_rows_keep_x_in_shared_memory) {
   tj_spec_options o = {
       .n = 32768, .num_warps = 8, .dtype = TJ_DTYPE_BF16, .align = 16, .stage = 32};
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  tj_spec *half;
+  tj_spec_options ho = {
+      .n = 16384, .num_warps = 8, .dtype = TJ_DTYPE_BF16, .align = 16, .stage = 16};
+  ck_assert_int_eq(tj_specialize(p, &ho, &half), TJ_OK); /* 32 KiB fit sm_75 */
+  tj_codegen_options turing = {75, 0, 0};
+  ck_assert_msg(tj_emit_ptx(half, &turing, &ptx, &info) == TJ_OK, "%s", tj_spec_error(half));
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 2); /* one piece of 2 vectors */
+  ck_assert_int_eq(ptx_count(ptx, "st.shared.v4.b32"), 2); /* kept */
+  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 2); /* and read back */
+  ck_assert_int_eq(ptx_count(ptx, "cp.async"), 0);
+  tj_free(ptx);
+  tj_spec_destroy(half);
   ck_assert_msg(tj_emit_ptx(s, &co, &ptx, &info) == TJ_OK, "%s", tj_spec_error(s));
-  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 4); /* one piece of 4 vectors */
-  ck_assert_int_eq(ptx_count(ptx, "st.shared.v4.b32"), 4); /* kept */
-  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 4); /* and read back */
+  ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 0);
+  /* The 4 vectors of the first piece before the loop, of the next in it. */
+  ck_assert_int_eq(ptx_count(ptx, "cp.async.cg.shared.global"), 8);
+  ck_assert_int_eq(ptx_count(ptx, "cp.async.commit_group;"), 2);
+  ck_assert_int_eq(ptx_count(ptx, "cp.async.wait_group 1;"), 1);
+  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 8);  /* read in both phases */
+  ck_assert_int_eq(ptx_count(ptx, "st.shared.v4.b32"), 4);  /* a vector the mask cuts, */
+  ck_assert_int_eq(ptx_count(ptx, "\tst.shared.v4.b32"), 0); /* only under a predicate */
   ck_assert_int_ge(ptx_find_line(ptx, ".extern .shared .align 16 .b8 tj_smem[];", 0), 0);
   ck_assert_int_eq(info.shape.shared_bytes, 0);
   ck_assert_int_ge(info.shape.dynamic_shared_bytes, 32768 * 2);

@@ -12,7 +12,8 @@
  * cluster barrier that a spinning CTA never reaches, barrier.cluster
  * arrived at twice or waited at without an arrive, a thread exiting while
  * its cluster waits, a store into the shared memory of a CTA that has
- * exited, a workspace access out of bounds. Also: atom and red in their
+ * exited, a workspace access out of bounds, cp.async read back before it
+ * is waited for or left pending at exit. Also: atom and red in their
  * spellings, the integer and float instructions such kernels use, the
  * qualifiers of ld/st (and the combinations PTX refuses), the byte counts of
  * PtxsimStats, and the CTA-level errors that were there before.
@@ -1081,6 +1082,81 @@ START_TEST(stats_count_bytes) {
 }
 END_TEST
 
+/* ---- cp.async ------------------------------------------------------------------------ */
+
+/* 32 threads each copy 16 bytes of in[] into their slot of two regions of
+ * shared memory, a commit group each; WAIT1 waits for the first, which they
+ * read back and store to out[0..128), then WAIT2 for the second, stored to
+ * out[128..256). */
+static const char async_copies[] = ONE_CTA_KERNEL(
+    32, "\t.param .u64 p_in,\n\t.param .u64 p_out,\n",
+    "\t.shared .align 16 .b8 tj_smem[1024];\n"
+    "\tmov.u32 %r1, %tid.x;\n"
+    "\tld.param.u64 %rd1, [p_in];\n"
+    "\tld.param.u64 %rd2, [p_out];\n"
+    "\tmul.wide.u32 %rd3, %r1, 16;\n"
+    "\tadd.s64 %rd4, %rd1, %rd3;\n"
+    "\tadd.s64 %rd5, %rd2, %rd3;\n"
+    "\tmov.u32 %r2, tj_smem;\n"
+    "\tmad.lo.u32 %r3, %r1, 16, %r2;\n"
+    "\tcp.async.cg.shared.global [%r3], [%rd4], 16;\n"
+    "\tcp.async.commit_group;\n"
+    "\tcp.async.cg.shared.global [%r3+512], [%rd4+512], 16;\n"
+    "\tcp.async.commit_group;\n"
+    "WAIT1"
+    "\tld.shared.v4.b32 {%r4, %r5, %r6, %r7}, [%r3];\n"
+    "\tst.global.v4.b32 [%rd5], {%r4, %r5, %r6, %r7};\n"
+    "WAIT2"
+    "\tld.shared.v4.b32 {%r4, %r5, %r6, %r7}, [%r3+512];\n"
+    "\tst.global.v4.b32 [%rd5+512], {%r4, %r5, %r6, %r7};\n"
+    "\tret;\n");
+
+static char *async_kernel(const char *wait1, const char *wait2) {
+  char *a = replace(async_copies, "WAIT1", wait1), *b = replace(a, "WAIT2", wait2);
+  free(a);
+  return b;
+}
+
+/* The copies land at the waits, in their groups' order; reading a slot
+ * before its copy is waited for, or exiting with copies pending, fails. */
+START_TEST(async_copies_land_at_their_waits) {
+  uint32_t in[256], out[256];
+  for (int i = 0; i < 256; i++) in[i] = 1000u + (uint32_t)i;
+  tj_arg args[2] = {ptr_arg(in, sizeof in), ptr_arg(out, sizeof out)};
+  PtxsimLaunch l = {1, 1, NULL, 0, 0, 0};
+  char why[1024];
+  PtxsimStats st;
+  const char *waits[][2] = {{"\tcp.async.wait_group 1;\n", "\tcp.async.wait_group 0;\n"},
+                            {"\tcp.async.wait_group 1;\n", "\tcp.async.wait_all;\n"},
+                            {"\tcp.async.wait_all;\n", ""}};
+  for (int k = 0; k < 3; k++) {
+    char *ptx = async_kernel(waits[k][0], waits[k][1]);
+    memset(out, 0, sizeof out);
+    ck_assert_msg(ptxsim_launch(ptx, args, 2, &l, &st, why, sizeof why), "case %d: %s", k, why);
+    for (int i = 0; i < 256; i++) ck_assert_uint_eq(out[i], in[i]);
+    free(ptx);
+  }
+  struct {
+    const char *wait1, *wait2, *needle;
+  } bad[] = {
+      {"", "\tcp.async.wait_all;\n", "overlaps the thread's cp.async of line"},
+      {"\tcp.async.wait_group 2;\n", "\tcp.async.wait_all;\n", "not yet waited for"},
+      {"\tcp.async.wait_group 1;\n", "", "overlaps the thread's cp.async"},
+  };
+  for (int k = 0; k < 3; k++) {
+    char *ptx = async_kernel(bad[k].wait1, bad[k].wait2);
+    const char *needles[] = {bad[k].needle};
+    expect_failure(ptx, args, 2, &l, needles, 1);
+    free(ptx);
+  }
+  /* A thread that exits with a copy pending. */
+  char *a = async_kernel("\tcp.async.wait_group 1;\n", "\tret;\n");
+  const char *needles[] = {"exits with 1 cp.async copies pending"};
+  expect_failure(a, args, 2, &l, needles, 1);
+  free(a);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ptxsim_sync");
   TCase *c = tcase_create("clusters");
@@ -1108,6 +1184,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(i, qualifiers_refused, 0, (int)(sizeof refused / sizeof refused[0]));
   tcase_add_test(i, qualifiers_need_their_target);
   tcase_add_test(i, stats_count_bytes);
+  tcase_add_test(i, async_copies_land_at_their_waits);
   suite_add_tcase(s, i);
   return s;
 }

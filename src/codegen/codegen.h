@@ -359,6 +359,14 @@ void cg_lower_ptr_add(CgCtx *c, int inst);
  * contiguous elements: up to 16 bytes when its offsets are arange + s with s
  * and the pointer aligned enough; 1 (per-element accesses) otherwise. */
 int cg_access_chunk(CgCtx *c, int inst, int vec);
+/* STAGE on sm_80 and later (stream.c): whether load inst can be copied into
+ * its stash by cp.async ahead of its phase's loop: its accesses are whole
+ * 16-byte vectors, one per unit of the stash, and not phased. */
+bool cg_prefetchable(CgCtx *c, int inst);
+/* The piece's whole vectors of load inst, copied into the stash by
+ * cp.async: the thread's first unit at `at`, its units `stride` bytes
+ * apart. A vector not wholly in the mask is left to the loop (cg_lower_load). */
+void cg_prefetch_load(CgCtx *c, int inst, CgOperand at, int stride);
 
 /* ------------------------------------------------------------- ptx_ops.c */
 
@@ -409,6 +417,7 @@ typedef struct CgStream {
   int *stash;   /* STAGE: per load, its pieces' offset in tj_smem, or -1 */
   int *fetched; /* STAGE: per stashed load, the phase that reads memory, or -1 */
   int kept;     /* STAGE: the pieces [0, kept) that the stash holds (STASH caps it) */
+  uint8_t *prefetched; /* STAGE: per load, copied into its stash ahead of this phase's loop */
 } CgStream;
 
 /* Tile elements a thread keeps in registers at most (32768 / T, at most
@@ -443,6 +452,9 @@ int cg_stash_branch(CgCtx *c, bool kept);
 bool cg_stream_evict_first(const CgCtx *c, int inst);
 void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots);
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots);
+/* STAGE: the thread's first unit of load inst's stash for the piece being
+ * lowered, and (*stride) the bytes from one of its units to the next. */
+CgOperand cg_stash_at(CgCtx *c, int inst, int *stride);
 /* The most shared memory a CTA of the arch may have (with the opt-in). */
 int cg_max_shared(int arch);
 

@@ -35,6 +35,12 @@
  *   @!any   bra $Lpart_K                any = some q has its first element but not its last
  *   @mask_i ld.global ...               every element but the last of each vector
  *   $Lpart_K:
+ *
+ * A staged load's first phase on sm_80 and later (stream.c's prefetch)
+ * copies its whole vectors into the stash with cp.async instead, under the
+ * same `full` predicates, and the loop reads them back from there
+ * (ld.shared); the partial vector's elements come from memory as above,
+ * and the loop writes each vector that was not whole to the stash.
  */
 #include "codegen/codegen.h"
 
@@ -63,6 +69,9 @@ typedef struct Access {
   int nfirst; /* affine tiles of the mask: value, t*VEC + start */
   int first_of[4];
   CgOperand first[4];
+  bool stashed;    /* a prefetched load (stream.c): whole vectors are in the stash */
+  CgOperand stash; /* its thread's first unit there, units `stride` bytes apart */
+  int stride;
 } Access;
 
 static int log2i(int64_t v) {
@@ -474,6 +483,29 @@ static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperan
             CG_N(dst[k]), w[i].address.s);
 }
 
+/* A prefetched load's vectors that were not wholly in the mask: what the
+ * registers hold (`other` and the elements in it) goes to their units of
+ * the stash, which the prefetch did not write, for the later phases. */
+static void stash_partial(Access *a, const Preds *p, int chunks, const CgOperand *dst) {
+  CgCtx *c = a->c;
+  int n = a->chunk, nw = words(a);
+  char type[16], list[160];
+  vector_type(a, type, sizeof type);
+  for (int q = 0; q < chunks; q++) {
+    if (cg_is_true(p[q].full)) continue;
+    CgOperand w[4];
+    for (int i = 0; i < nw; i++) {
+      w[i] = half(a) ? cg_reg(&c->em, CG_B32) : dst[q * n + i];
+      if (half(a))
+        cg_line(&c->em, "mov.b32 %s, {%s, %s};", CG_N(w[i]), CG_N(dst[q * n + 2 * i]),
+                CG_N(dst[q * n + 2 * i + 1]));
+    }
+    operand_list(w, nw, list);
+    cg_line(&c->em, "@!%s st.shared.%s [%s+%d], %s%s%s;", CG_N(p[q].full), type, CG_N(a->stash),
+            q * a->stride, nw > 1 ? "{" : "", list, nw > 1 ? "}" : "");
+  }
+}
+
 static void load_vectors(Access *a, CgOperand *dst) {
   CgCtx *c = a->c;
   int n = a->chunk, chunks = a->l->slots / n, nw = words(a);
@@ -489,8 +521,12 @@ static void load_vectors(Access *a, CgOperand *dst) {
   vector_type(a, type, sizeof type);
   for (int q = 0; q < chunks; q++) {
     operand_list(w + q * nw, nw, list);
-    cg_line(&c->em, "%sld.%s.%s %s%s%s, %s;", prefix(p[q].full).s, a->space, type,
-            nw > 1 ? "{" : "", list, nw > 1 ? "}" : "", address(a, q * n).s);
+    if (a->stashed)
+      cg_line(&c->em, "%sld.shared.%s %s%s%s, [%s+%d];", prefix(p[q].full).s, type,
+              nw > 1 ? "{" : "", list, nw > 1 ? "}" : "", CG_N(a->stash), q * a->stride);
+    else
+      cg_line(&c->em, "%sld.%s.%s %s%s%s, %s;", prefix(p[q].full).s, a->space, type,
+              nw > 1 ? "{" : "", list, nw > 1 ? "}" : "", address(a, q * n).s);
   }
   for (int i = 0; i < chunks * nw && half(a); i++)
     cg_line(&c->em, "mov.b32 {%s, %s}, %s;", CG_N(dst[2 * i]), CG_N(dst[2 * i + 1]), CG_N(w[i]));
@@ -498,6 +534,7 @@ static void load_vectors(Access *a, CgOperand *dst) {
     for (int v = 0; v < n; v++)
       if (p[q].has_part[v]) load_element(a, p[q].part[v], q, v, dst);
   partial_block(a, p, chunks, load_element, dst);
+  if (a->stashed) stash_partial(a, p, chunks, dst);
 }
 
 static void load_elements(Access *a, CgOperand *dst) {
@@ -515,6 +552,10 @@ static void load_elements(Access *a, CgOperand *dst) {
 static void load_from_memory(CgCtx *c, int inst, CgVal *r) {
   Access a;
   setup(&a, c, inst, 2);
+  if (c->streamed && c->stream.prefetched && c->stream.prefetched[inst]) {
+    a.stashed = true;
+    a.stash = cg_stash_at(c, inst, &a.stride);
+  }
   if (!cg_ok(c) || !(r->slots = cg_new_slots(c, a.l->slots))) return;
   for (int k = 0; k < a.l->slots; k++) r->slots[k] = cg_reg_of(c, a.elem);
   int label = misaligned_branch(&a);
@@ -534,7 +575,8 @@ void cg_lower_load(CgCtx *c, int inst) {
   CgVal *r = &c->vals[in->result];
   if (!cg_stash_holds(c, inst)) {
     load_from_memory(c, inst, r);
-    if (cg_ok(c)) cg_stash_write(c, inst, r->slots);
+    if (cg_ok(c) && !(c->stream.prefetched && c->stream.prefetched[inst]))
+      cg_stash_write(c, inst, r->slots);
     return;
   }
   int label = cg_stash_branch(c, true);
@@ -551,6 +593,25 @@ void cg_lower_load(CgCtx *c, int inst) {
   }
   cg_stash_read(c, inst, r->slots);
   if (label >= 0) cg_raw(&c->em, "$Lunkept_%d:\n", label);
+}
+
+bool cg_prefetchable(CgCtx *c, int inst) {
+  const IrInst *in = &c->p->insts[inst];
+  const CgLayout *l = cg_layout_of(c, in->args[1]);
+  return c->arch >= 80 && !l->phased &&
+         cg_access_chunk(c, inst, l->vec) * pointee_size(c, in) == 16;
+}
+
+void cg_prefetch_load(CgCtx *c, int inst, CgOperand at, int stride) {
+  Access a;
+  setup(&a, c, inst, 2);
+  if (!cg_ok(c)) return;
+  int n = a.chunk;
+  for (int q = 0; q < a.l->slots / n; q++) {
+    Preds p = chunk_preds(&a, q * n, n);
+    cg_line(&c->em, "%scp.async.cg.shared.global [%s+%d], %s, 16;", prefix(p.full).s, CG_N(at),
+            q * stride, address(&a, q * n).s);
+  }
 }
 
 /* ---- stores ----------------------------------------------------------------- */

@@ -50,7 +50,9 @@
  * is read once, less what L2 does not keep of the rest. A CTA then holds
  * its share of the row on chip with few registers, and several CTAs share
  * an SM: one loads while another computes
- * (bench/experiments/softmax_staged_rows.cu).
+ * (bench/experiments/softmax_staged_rows.cu). On sm_80 and later the first
+ * phase copies its pieces straight into the stash with cp.async, a piece
+ * ahead of the one it computes on (the prefetch, below).
  */
 #include "codegen/codegen.h"
 
@@ -340,6 +342,104 @@ void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots) {
 
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots) { stash_move(c, inst, NULL, slots); }
 
+CgOperand cg_stash_at(CgCtx *c, int inst, int *stride) {
+  int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes);
+  *stride = unit * c->geo.threads;
+  return stash_address(c, inst, unit, bytes / unit);
+}
+
+/* ---- prefetch ---------------------------------------------------------------- */
+
+/* The first phase of a staged load can copy the thread's pieces into their
+ * stash ahead of its loop (cp.async, sm_80 and later), so that the next
+ * piece is in flight while the thread computes on this one. Before the
+ * loop, the first piece's copies are issued and committed as a group;
+ * each turn of the loop issues the next piece's copies (none after the
+ * last), commits a group, and waits until at most one group is pending,
+ * so its own piece has landed, before it reads the piece back from the
+ * stash. Only whole vectors are copied; one that the mask cuts is loaded
+ * element by element as before, and the loop writes it to the stash. It
+ * needs a stash that keeps every piece and loads whose operands can be
+ * computed without other loads or reductions.
+ *
+ * One piece ahead, measured on an H100 (bench/RESULTS.md, X2): wide rows
+ * over several CTAs gain 1.5 to 3 points of copy; two pieces ahead or all
+ * of them gain no more there and lose 2 to 3 on rows of 10^7 split over
+ * 256 CTAs a row. */
+static bool prefetch_plan(CgCtx *c, const uint8_t *need, uint8_t *deps) {
+  CgStream *st = &c->stream;
+  const tj_program *p = c->p;
+  size_t n = (size_t)p->ninsts + 1;
+  if (!st->prefetched) st->prefetched = cg_arena_alloc(&c->arena, n);
+  if (!st->prefetched) return false;
+  memset(st->prefetched, 0, n);
+  memset(deps, 0, n);
+  if (!st->stash || st->kept < st->pieces) return false;
+  bool any = false;
+  for (int i = 0; i < p->ninsts; i++) {
+    if (!need[i] || p->insts[i].op != TJ_OP_LOAD || st->stash[i] < 0 || st->fetched[i] >= 0 ||
+        !cg_prefetchable(c, i) || piece_bytes(c, i) % 16)
+      continue;
+    st->prefetched[i] = deps[i] = 1;
+    any = true;
+  }
+  for (int i = p->ninsts - 1; i >= 0 && any; i--) {
+    if (!deps[i]) continue;
+    const IrInst *in = &p->insts[i];
+    for (int k = 0; k < in->nargs; k++) {
+      int d = p->defs[in->args[k]];
+      if (!streamed_value(c, in->args[k]) || cg_hoisted(c, d)) continue;
+      if (p->insts[d].op == TJ_OP_LOAD || is_reduce(&p->insts[d])) any = false;
+      deps[d] = 1;
+    }
+  }
+  if (!any) memset(st->prefetched, 0, n);
+  return any;
+}
+
+/* The copies of the piece at c->piece_start: the prefetched loads and
+ * what their operands need. */
+static void prefetch_piece(CgCtx *c, const uint8_t *deps) {
+  piece_guards(c);
+  for (int i = 0; i < c->p->ninsts && cg_ok(c); i++) {
+    if (!deps[i]) continue;
+    if (!c->stream.prefetched[i]) {
+      cg_lower_inst(c, i);
+      continue;
+    }
+    int stride;
+    CgOperand at = cg_stash_at(c, i, &stride);
+    cg_prefetch_load(c, i, at, stride);
+  }
+}
+
+/* Before the phase's loop: the first piece. */
+static void prefetch_start(CgCtx *c, const uint8_t *deps) {
+  c->piece_start = cg_reg(&c->em, CG_B32);
+  cg_line(&c->em, "mov.u32 %s, 0;", CG_N(c->piece_start));
+  prefetch_piece(c, deps);
+  cg_line(&c->em, "cp.async.commit_group;");
+}
+
+/* At the top of each turn of the phase's loop: the next piece (when there
+ * is one), a group, and the wait for this turn's piece. */
+static void prefetch_turn(CgCtx *c, const uint8_t *deps) {
+  CgStream *st = &c->stream;
+  int label = c->em.labels++;
+  CgOperand here = c->piece_start, next = cg_reg(&c->em, CG_B32);
+  CgOperand past = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(next), CG_N(here), (long long)st->step);
+  cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(past), CG_N(next),
+          (long long)(st->step * st->pieces));
+  cg_line(&c->em, "@%s bra.uni $Lahead_%d;", CG_N(past), label);
+  c->piece_start = next;
+  prefetch_piece(c, deps);
+  c->piece_start = here;
+  cg_raw(&c->em, "$Lahead_%d:\n", label);
+  cg_line(&c->em, "cp.async.commit_group;");
+  cg_line(&c->em, "cp.async.wait_group 1;");
+}
+
 /* ---- lowering ---------------------------------------------------------------- */
 
 /* Whether instruction i is needed in the piece loop of phase ph: it runs
@@ -389,7 +489,8 @@ static void assign(CgCtx *c, CgRed to, CgRed from) {
 }
 
 /* The loop of phase ph over the pieces, its running reductions folded in. */
-static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int nrun) {
+static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int nrun,
+                       const uint8_t *prefetch) {
   CgStream *st = &c->stream;
   bool last = ph == c->stream.phases - 1, backward = last && ph > 0;
   int label = c->em.labels++;
@@ -398,6 +499,7 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
   cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
           (long long)(backward ? end - st->step : 0));
   cg_raw(&c->em, "$Lpiece_%d:\n", label);
+  if (prefetch) prefetch_turn(c, prefetch);
   piece_guards(c);
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++) {
     if (!need[i]) continue;
@@ -442,7 +544,15 @@ static void lower_phase(CgCtx *c, int ph, uint8_t *need, Running *run) {
     nrun++;
   }
   mark_needed(c, ph, need);
-  piece_loop(c, ph, need, run, nrun);
+  uint8_t *deps = cg_arena_alloc(&c->arena, (size_t)p->ninsts + 1);
+  if (!deps) {
+    cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+    return;
+  }
+  bool prefetched = prefetch_plan(c, need, deps);
+  if (prefetched) prefetch_start(c, deps);
+  piece_loop(c, ph, need, run, nrun, prefetched ? deps : NULL);
+  if (c->stream.prefetched) memset(c->stream.prefetched, 0, (size_t)p->ninsts + 1);
   for (int k = 0; k < nrun && cg_ok(c); k++)
     cg_red_finish(c, run[k].inst, cg_red_levels(c, run[k].inst, run[k].acc));
 }
