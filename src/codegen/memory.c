@@ -549,15 +549,18 @@ static void load_elements(Access *a, CgOperand *dst) {
   for (int k = 0; k < slots; k++) load_element(a, p[k].full, k, 0, dst);
 }
 
-static void load_from_memory(CgCtx *c, int inst, CgVal *r) {
+/* Load inst into r's slots (fresh registers, or r's own when reuse); with
+ * stashed, its whole vectors come from the stash, where the prefetch
+ * copied them (stream.c). */
+static void load_from_memory(CgCtx *c, int inst, CgVal *r, bool stashed, bool reuse) {
   Access a;
   setup(&a, c, inst, 2);
-  if (c->streamed && c->stream.prefetched && c->stream.prefetched[inst]) {
+  if (stashed) {
     a.stashed = true;
     a.stash = cg_stash_at(c, inst, &a.stride);
   }
-  if (!cg_ok(c) || !(r->slots = cg_new_slots(c, a.l->slots))) return;
-  for (int k = 0; k < a.l->slots; k++) r->slots[k] = cg_reg_of(c, a.elem);
+  if (!cg_ok(c) || (!reuse && !(r->slots = cg_new_slots(c, a.l->slots)))) return;
+  for (int k = 0; k < a.l->slots && !reuse; k++) r->slots[k] = cg_reg_of(c, a.elem);
   int label = misaligned_branch(&a);
   if (a.chunk > 1) load_vectors(&a, r->slots);
   if (a.chunk > 1 && label < 0) return;
@@ -569,29 +572,36 @@ static void load_from_memory(CgCtx *c, int inst, CgVal *r) {
 /* A staged load (stream.c) reads memory in its first phase, keeping the
  * piece in shared memory, and reads it back from there in later ones; a
  * piece the stash does not keep (STASH) comes from memory again, into the
- * same registers. */
+ * same registers. A prefetched first phase reads a kept piece's whole
+ * vectors from the stash too. */
 void cg_lower_load(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
   CgVal *r = &c->vals[in->result];
-  if (!cg_stash_holds(c, inst)) {
-    load_from_memory(c, inst, r);
-    if (cg_ok(c) && !(c->stream.prefetched && c->stream.prefetched[inst]))
-      cg_stash_write(c, inst, r->slots);
+  bool holds = cg_stash_holds(c, inst);
+  bool prefetched = c->streamed && c->stream.prefetched && c->stream.prefetched[inst];
+  if (!holds && !prefetched) {
+    load_from_memory(c, inst, r, false, false);
+    if (cg_ok(c)) cg_stash_write(c, inst, r->slots);
     return;
   }
   int label = cg_stash_branch(c, true);
   if (label >= 0) {
-    load_from_memory(c, inst, r);
+    load_from_memory(c, inst, r, false, false);
     if (!cg_ok(c)) return;
     cg_line(&c->em, "bra.uni $Lunkept_%d;", label);
     cg_raw(&c->em, "$Lkept_%d:\n", label);
-  } else {
-    int slots = cg_layout_of(c, in->args[1])->slots;
-    if (!(r->slots = cg_new_slots(c, slots))) return;
-    tj_elem elem = (tj_elem)c->p->types[in->args[0]].elem;
-    for (int k = 0; k < slots; k++) r->slots[k] = cg_reg_of(c, elem);
   }
-  cg_stash_read(c, inst, r->slots);
+  if (prefetched) {
+    load_from_memory(c, inst, r, true, label >= 0);
+  } else {
+    if (label < 0) {
+      int slots = cg_layout_of(c, in->args[1])->slots;
+      if (!(r->slots = cg_new_slots(c, slots))) return;
+      tj_elem elem = (tj_elem)c->p->types[in->args[0]].elem;
+      for (int k = 0; k < slots; k++) r->slots[k] = cg_reg_of(c, elem);
+    }
+    cg_stash_read(c, inst, r->slots);
+  }
   if (label >= 0) cg_raw(&c->em, "$Lunkept_%d:\n", label);
 }
 

@@ -358,9 +358,10 @@ CgOperand cg_stash_at(CgCtx *c, int inst, int *stride) {
  * last), commits a group, and waits until at most one group is pending,
  * so its own piece has landed, before it reads the piece back from the
  * stash. Only whole vectors are copied; one that the mask cuts is loaded
- * element by element as before, and the loop writes it to the stash. It
- * needs a stash that keeps every piece and loads whose operands can be
- * computed without other loads or reductions.
+ * element by element as before, and the loop writes it to the stash. The
+ * pieces a capped stash does not keep (STASH) are loaded as before, with
+ * no copies. It needs loads whose operands can be computed without other
+ * loads or reductions.
  *
  * One piece ahead, measured on an H100 (bench/RESULTS.md, X2): wide rows
  * over several CTAs gain 1.5 to 3 points of copy; two pieces ahead or all
@@ -374,7 +375,7 @@ static bool prefetch_plan(CgCtx *c, const uint8_t *need, uint8_t *deps) {
   if (!st->prefetched) return false;
   memset(st->prefetched, 0, n);
   memset(deps, 0, n);
-  if (!st->stash || st->kept < st->pieces) return false;
+  if (!st->stash) return false;
   bool any = false;
   for (int i = 0; i < p->ninsts; i++) {
     if (!need[i] || p->insts[i].op != TJ_OP_LOAD || st->stash[i] < 0 || st->fetched[i] >= 0 ||
@@ -421,8 +422,8 @@ static void prefetch_start(CgCtx *c, const uint8_t *deps) {
   cg_line(&c->em, "cp.async.commit_group;");
 }
 
-/* At the top of each turn of the phase's loop: the next piece (when there
- * is one), a group, and the wait for this turn's piece. */
+/* At the top of each turn of the phase's loop: the next piece (when the
+ * stash keeps it), a group, and the wait for this turn's piece. */
 static void prefetch_turn(CgCtx *c, const uint8_t *deps) {
   CgStream *st = &c->stream;
   int label = c->em.labels++;
@@ -430,7 +431,7 @@ static void prefetch_turn(CgCtx *c, const uint8_t *deps) {
   CgOperand past = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(next), CG_N(here), (long long)st->step);
   cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(past), CG_N(next),
-          (long long)(st->step * st->pieces));
+          (long long)(st->step * st->kept));
   cg_line(&c->em, "@%s bra.uni $Lahead_%d;", CG_N(past), label);
   c->piece_start = next;
   prefetch_piece(c, deps);
