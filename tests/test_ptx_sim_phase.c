@@ -220,9 +220,11 @@ START_TEST(streamed_rows) {
 END_TEST
 
 /* Programs of y, x and w (n a row, rows contiguous) on rows `at` elements
- * past a 16-byte boundary, staged (and capped by STASH), phased: the
- * simulator against the interpreter, y poisoned with a guard after it. */
-static void run_weighted(const char *text, int64_t n, int64_t at, int stage, int stash) {
+ * past a 16-byte boundary (w's `w_at`), staged (and capped by STASH),
+ * phased: the simulator against the interpreter, y poisoned with a guard
+ * after it. */
+static void run_weighted(const char *text, int64_t n, int64_t at, int64_t w_at, int stage,
+                         int stash) {
   enum { ROWS = 3 };
   tj_program *p;
   tj_spec *s;
@@ -233,11 +235,11 @@ static void run_weighted(const char *text, int64_t n, int64_t at, int stage, int
   int64_t count = ROWS * n;
   Buffer x, w, y, want;
   buffer_make(&x, TJ_DTYPE_F32, at, count);
-  buffer_make(&w, TJ_DTYPE_F32, at, count);
+  buffer_make(&w, TJ_DTYPE_F32, w_at, count);
   buffer_make(&y, TJ_DTYPE_F32, at, count + 8);
   buffer_make(&want, TJ_DTYPE_F32, 0, count + 8);
   TjRng rng;
-  rng_seed(&rng, test_seed((uint64_t)n, (uint64_t)at, (uint64_t)stash));
+  rng_seed(&rng, test_seed((uint64_t)n, (uint64_t)(at * 4 + w_at), (uint64_t)stash));
   for (int64_t i = 0; i < count; i++) {
     elem_set(x.arg.u.ptr, TJ_DTYPE_F32, (size_t)i, 3 * rng_normal(&rng));
     elem_set(w.arg.u.ptr, TJ_DTYPE_F32, (size_t)i, 0.5 + fabs(rng_normal(&rng))); /* no cancelling sums */
@@ -247,8 +249,8 @@ static void run_weighted(const char *text, int64_t n, int64_t at, int stage, int
   args[0] = y.arg;
   char why[2048];
   ck_assert_msg(ptxsim_run_spec(s, 90, args, 4, ROWS, 0, NULL, why, sizeof why),
-                "n=%lld at %lld stage %d stash %d: %s", (long long)n, (long long)at, stage, stash,
-                why);
+                "n=%lld at %lld (w %lld) stage %d stash %d: %s", (long long)n, (long long)at,
+                (long long)w_at, stage, stash, why);
   TjTolerance t = dtype_tolerance(TJ_DTYPE_F32);
   t.rtol *= 4;
   for (int64_t i = 0; i < count + 8; i++) {
@@ -259,8 +261,9 @@ static void run_weighted(const char *text, int64_t n, int64_t at, int stage, int
       continue;
     }
     double r = elem_get(want.arg.u.ptr, TJ_DTYPE_F32, (size_t)i);
-    ck_assert_msg(close_enough(g, r, t), "n=%lld at %lld stage %d stash %d: y[%lld] %g, want %g",
-                  (long long)n, (long long)at, stage, stash, (long long)i, g, r);
+    ck_assert_msg(close_enough(g, r, t),
+                  "n=%lld at %lld (w %lld) stage %d stash %d: y[%lld] %g, want %g", (long long)n,
+                  (long long)at, (long long)w_at, stage, stash, (long long)i, g, r);
   }
   free(x.base);
   free(w.base);
@@ -275,7 +278,9 @@ static void run_weighted(const char *text, int64_t n, int64_t at, int stage, int
  * layout is not phased (x was stashed unrotated and w read rotated). And a
  * source first loaded in a middle phase of three, its stash capped: the
  * phase comes from one place, not from the branch of the pieces the stash
- * does not keep (registers read before written). */
+ * does not keep (registers read before written). And w at another phase
+ * than x: its accesses move element by element, the middle phase's copies
+ * into the stash (cp.async) included. */
 START_TEST(a_phase_source_that_the_first_phase_does_not_load) {
   static const char weighted[] =
       "kernel weighted\n%0 : ptr<f32> = param y\n%1 : ptr<f32> = param x\n"
@@ -298,10 +303,12 @@ START_TEST(a_phase_source_that_the_first_phase_does_not_load) {
       "%16 : tile<f32,BLOCK> = mul %15, %14\n%17 : f32 = reduce_sum %16\n"
       "%18 : tile<f32,BLOCK> = div %16, %17\nstore %7, %9, %18, %10\n";
   for (int64_t at = 0; at < 4; at++) {
-    run_weighted(weighted, 3000, at, 16, 0);
-    run_weighted(three_phases, 3000, at, 16, 0);
-    run_weighted(three_phases, 20000, at, 32, 32768);
-    run_weighted(three_phases, 20000, at, 32, 65536);
+    run_weighted(weighted, 3000, at, at, 16, 0);
+    run_weighted(three_phases, 3000, at, at, 16, 0);
+    run_weighted(three_phases, 20000, at, at, 32, 32768);
+    run_weighted(three_phases, 20000, at, at, 32, 65536);
+    run_weighted(three_phases, 3000, at, (at + 1) % 4, 16, 0);
+    run_weighted(three_phases, 20000, at, (at + 3) % 4, 32, 32768);
   }
 }
 END_TEST

@@ -360,8 +360,12 @@ CgOperand cg_stash_at(CgCtx *c, int inst, int *stride) {
  * stash. Only whole vectors are copied; one that the mask cuts is loaded
  * element by element as before, and the loop writes it to the stash. The
  * pieces a capped stash does not keep (STASH) are loaded as before, with
- * no copies. It needs loads whose operands can be computed without other
- * loads or reductions.
+ * no copies. It needs a load whose operands can be computed without other
+ * loads or reductions, and rows that are not phased: phased staged rows
+ * copied so ran 0 to 7 points slower (bench/RESULTS.md, X8). And it takes
+ * a phase with one such load only: softmax backward's 16-bit rows, whose
+ * first phase loads y and dy, ran 9 points slower with both copied on an
+ * H200 (X9), where softmax, log-softmax and the masked softmax gained.
  *
  * One piece ahead, measured on an H100 (bench/RESULTS.md, X2): wide rows
  * over several CTAs gain 1.5 to 3 points of copy; two pieces ahead or all
@@ -376,14 +380,15 @@ static bool prefetch_plan(CgCtx *c, const uint8_t *need, uint8_t *deps) {
   memset(st->prefetched, 0, n);
   memset(deps, 0, n);
   if (!st->stash) return false;
-  bool any = false;
+  int loads = 0;
   for (int i = 0; i < p->ninsts; i++) {
     if (!need[i] || p->insts[i].op != TJ_OP_LOAD || st->stash[i] < 0 || st->fetched[i] >= 0 ||
         !cg_prefetchable(c, i) || piece_bytes(c, i) % 16)
       continue;
     st->prefetched[i] = deps[i] = 1;
-    any = true;
+    loads++;
   }
+  bool any = loads == 1; /* see above: softmax backward's two loads lost */
   for (int i = p->ninsts - 1; i >= 0 && any; i--) {
     if (!deps[i]) continue;
     const IrInst *in = &p->insts[i];
