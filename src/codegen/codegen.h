@@ -452,6 +452,11 @@ int cg_stash_branch(CgCtx *c, bool kept);
 bool cg_stream_evict_first(const CgCtx *c, int inst);
 void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots);
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots);
+/* STAGE, a prefetched load: writes the units of the piece's slots to the
+ * stash at `at` (cg_stash_at) but those whose whole[u] holds, which the
+ * prefetch copied there (a predicate per unit: @!whole[u]). */
+void cg_stash_write_cut(CgCtx *c, int inst, CgOperand at, const CgOperand *slots,
+                        const CgOperand *whole);
 /* STAGE: the thread's first unit of load inst's stash for the piece being
  * lowered, and (*stride) the bytes from one of its units to the next. */
 CgOperand cg_stash_at(CgCtx *c, int inst, int *stride);

@@ -488,22 +488,10 @@ static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperan
  * the stash, which the prefetch did not write, for the later phases. */
 static void stash_partial(Access *a, const Preds *p, int chunks, const CgOperand *dst) {
   CgCtx *c = a->c;
-  int n = a->chunk, nw = words(a);
-  char type[16], list[160];
-  vector_type(a, type, sizeof type);
-  for (int q = 0; q < chunks; q++) {
-    if (cg_is_true(p[q].full)) continue;
-    CgOperand w[4];
-    for (int i = 0; i < nw; i++) {
-      w[i] = half(a) ? cg_reg(&c->em, CG_B32) : dst[q * n + i];
-      if (half(a))
-        cg_line(&c->em, "mov.b32 %s, {%s, %s};", CG_N(w[i]), CG_N(dst[q * n + 2 * i]),
-                CG_N(dst[q * n + 2 * i + 1]));
-    }
-    operand_list(w, nw, list);
-    cg_line(&c->em, "@!%s st.shared.%s [%s+%d], %s%s%s;", CG_N(p[q].full), type, CG_N(a->stash),
-            q * a->stride, nw > 1 ? "{" : "", list, nw > 1 ? "}" : "");
-  }
+  CgOperand *whole = cg_new_slots(c, chunks);
+  if (!whole) return;
+  for (int q = 0; q < chunks; q++) whole[q] = p[q].full;
+  cg_stash_write_cut(c, (int)(a->in - c->p->insts), a->stash, dst, whole);
 }
 
 static void load_vectors(Access *a, CgOperand *dst) {

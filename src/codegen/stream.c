@@ -278,17 +278,19 @@ static const char *class_type(CgClass cls) {
   return cls == CG_F32 ? "f32" : cls == CG_B64 ? "b64" : cls == CG_B16 ? "b16" : "b32";
 }
 
-/* Moves the piece's registers to (store) or from its stash, unit by unit;
- * 16-bit elements travel in b32 words of two. */
-static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to) {
+/* Moves the piece's registers to (store) or from its stash at `at`, unit
+ * by unit; 16-bit elements travel in b32 words of two. With `whole`, a
+ * store skips unit u where whole[u] holds (the prefetch copied it). */
+static void stash_units(CgCtx *c, int inst, CgOperand at, const CgOperand *from, CgOperand *to,
+                        const CgOperand *whole) {
   bool store = from != NULL;
   const CgOperand *slots = store ? from : to;
   int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes), units = bytes / unit;
   int esize = bytes / c->layouts[c->stream.layout].slots, per = unit / esize;
   bool pairs = esize == 2 && per > 1;
   int words = pairs ? per / 2 : per;
-  CgOperand at = stash_address(c, inst, unit, units);
   for (int u = 0; u < units; u++) {
+    if (whole && cg_is_true(whole[u])) continue;
     CgOperand w[4] = {{0}};
     char list[160] = "", vec[16] = "";
     for (int k = 0; k < words; k++) {
@@ -302,8 +304,10 @@ static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to)
     if (words > 1) snprintf(vec, sizeof vec, "v%d.", words);
     const char *type = class_type(w[0].cls);
     const char *open = words > 1 ? "{" : "", *close = words > 1 ? "}" : "";
+    char guard[40] = "";
+    if (whole) snprintf(guard, sizeof guard, "@!%s ", CG_N(whole[u]));
     if (store)
-      cg_line(&c->em, "st.shared.%s%s [%s+%d], %s%s%s;", vec, type, CG_N(at),
+      cg_line(&c->em, "%sst.shared.%s%s [%s+%d], %s%s%s;", guard, vec, type, CG_N(at),
               u * unit * c->geo.threads, open, list, close);
     else
       cg_line(&c->em, "ld.shared.%s%s %s%s%s, [%s+%d];", vec, type, open, list, close, CG_N(at),
@@ -312,6 +316,11 @@ static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to)
       cg_line(&c->em, "mov.b32 {%s, %s}, %s;", CG_N(to[u * per + 2 * k]),
               CG_N(to[u * per + 2 * k + 1]), CG_N(w[k]));
   }
+}
+
+static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to) {
+  int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes);
+  stash_units(c, inst, stash_address(c, inst, unit, bytes / unit), from, to, NULL);
 }
 
 int cg_stash_branch(CgCtx *c, bool kept) {
@@ -341,6 +350,11 @@ void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots) {
 }
 
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots) { stash_move(c, inst, NULL, slots); }
+
+void cg_stash_write_cut(CgCtx *c, int inst, CgOperand at, const CgOperand *slots,
+                        const CgOperand *whole) {
+  stash_units(c, inst, at, slots, NULL, whole);
+}
 
 CgOperand cg_stash_at(CgCtx *c, int inst, int *stride) {
   int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes);
