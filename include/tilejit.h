@@ -472,7 +472,9 @@ typedef struct tj_device_info tj_device_info;
  *     the grid, so that x is read once and three CTAs share an SM; a row
  *     wider than the grid's shared memory holds, in every CTA the grid
  *     holds, the rows in turn, each CTA keeping the first part of its
- *     share (STASH) and reading the rest again;
+ *     share (STASH) and reading the rest again; an even number of rows
+ *     that take every CTA in turn run two at a time, over half of them
+ *     each, where STASH keeps at least 70% of a CTA's share;
  *   - wider rows, enough of them to fill the GPU: a thread-block cluster of
  *     up to 16 CTAs per row (sm_90 and later); on sm_90 CTAs of 128 or 256
  *     threads at 64 elements a thread, elsewhere (or with the caller's

@@ -506,6 +506,22 @@ START_TEST(plan_for_every_kind_of_shape) {
   partial = plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL);
   ASSERT_STAGED(partial, 50331648, 1, 256);
   ck_assert_int_eq(partial.stash, 112 * 1024);
+  /* ... an even number of such rows (or of rows that take every CTA in
+   * turn) two at a time, over half of those CTAs each with the same STASH,
+   * where it keeps at least 70% of a CTA's share: bf16 10^7 (72%), f32
+   * 5*10^6; not bf16 2^24 (43%), nor three rows (the last alone on half). */
+  partial = plan_of(90, TJ_DTYPE_BF16, 4, 10000000, NULL);
+  ASSERT_STAGED(partial, 10223616, 1, 128);
+  ck_assert_int_eq(partial.stash, 112 * 1024);
+  partial = plan_of(90, TJ_DTYPE_F32, 2, 5000000, NULL);
+  ASSERT_STAGED(partial, 5111808, 1, 128);
+  ck_assert_int_eq(partial.stash, 112 * 1024);
+  partial = plan_of(90, TJ_DTYPE_BF16, 3, 10000000, NULL);
+  ASSERT_STAGED(partial, 10485760, 1, 256);
+  ck_assert_int_eq(partial.stash, 0);
+  partial = plan_of(90, TJ_DTYPE_BF16, 4, 1 << 24, NULL);
+  ASSERT_STAGED(partial, 1 << 24, 1, 256);
+  ck_assert_int_eq(partial.stash, 112 * 1024);
   partial = plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL);
   ASSERT_STAGED(partial, 1 << 22, 1, 256);
   ck_assert_int_eq(partial.stash, 52 * 1024);

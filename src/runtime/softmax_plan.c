@@ -17,7 +17,9 @@
  *     where the shared memory of one CTA, a cluster of up to 8 or the grid
  *     holds them, x is read once and three 256-thread CTAs share an SM;
  *     wider rows keep what the grid's shared memory holds and read the
- *     rest again, from L2 as far as it keeps it (plan_partial); the rules
+ *     rest again, from L2 as far as it keeps it (plan_partial); an even
+ *     number of rows that take every CTA in turn run two at a time where
+ *     the stash still keeps most of a CTA's share (plan_pairs); the rules
  *     below are for the rest, and for STAGE -1;
  *   - on sm_90, wider rows with enough of them to fill the device take a
  *     cluster of at most 8 CTAs of 128 or 256 threads at 64 elements a
@@ -266,6 +268,31 @@ static void plan_partial(const tj_device_info *d, tj_softmax_plan *plan) {
   plan->stash = (int)stash;
 }
 
+/* An even number of rows that each take the grid's CTAs, in turn, run two
+ * at a time over half of plan_partial's CTAs each, with its stash, where
+ * that keeps at least PAIR_KEPT percent of a CTA's share of a row: the
+ * ramp of one row's reads, the drain of its writes and its reductions
+ * across the grid then overlap the other row's work, for the rest of the
+ * share read again (mostly from L2, the pieces read last first). Measured
+ * on an H100 (bench/RESULTS.md, X11 and X12), % of copy, one row at a time
+ * against two: bf16 4 x 10^7 76.9 / 83.7 (72% kept), 2 x 10^7 77.5 /
+ * 84.5, 8 x 10^7 74.6 / 81.6, 4 x 8*10^6 71.0 / 81.7 (90%), f32 4 x 5*10^6
+ * 78.7 / 86.1 (72%); but bf16 4 x 2^24 79.3 / 77.3 (43% kept), f32 4 x
+ * 10^7 82.9 / 78.2 (36%), and three rows of bf16 10^7 77.3 / 72.8 (the
+ * last row alone on half the CTAs). */
+#define PAIR_KEPT 70
+static void plan_pairs(const tj_device_info *d, int64_t m, int64_t n, int elem,
+                       tj_softmax_plan *plan) {
+  tj_softmax_plan half = *plan;
+  int64_t share = plan->stash ? plan->stash : stash_bytes(n, 1, elem, plan->split);
+  if (m < 2 || m % 2 || staged_resident(d, share) / plan->split >= 2) return;
+  plan_partial(d, &half);
+  if (!half.stash || half.split < 4) return;
+  half.split /= 2;
+  if ((int64_t)half.stash * 100 < stash_bytes(n, 1, elem, half.split) * PAIR_KEPT) return;
+  *plan = half;
+}
+
 /* When the rows take rounds of the grid (fill / split rows at a time) and
  * the last round would be less than half full, a larger split that needs
  * no round more, so that the rows share the rounds evenly. Measured on an
@@ -355,6 +382,7 @@ static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int6
       plan->cluster = 1;
       plan->split = (int)split;
     }
+    if (tiles == 1) plan_pairs(d, rows, n, elem, plan);
   } else {
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
