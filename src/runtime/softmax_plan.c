@@ -274,7 +274,7 @@ static void plan_partial(const tj_device_info *d, tj_softmax_plan *plan) {
  * ramp of one row's reads, the drain of its writes and its reductions
  * across the grid then overlap the other row's work, for the rest of the
  * share read again (mostly from L2, the pieces read last first). Measured
- * on an H100 (bench/RESULTS.md, X11 and X12), % of copy, one row at a time
+ * on an H100 (bench/RESULTS.md, X12 and X13), % of copy, one row at a time
  * against two: bf16 4 x 10^7 76.9 / 83.7 (72% kept), 2 x 10^7 77.5 /
  * 84.5, 8 x 10^7 74.6 / 81.6, 4 x 8*10^6 71.0 / 81.7 (90%), f32 4 x 5*10^6
  * 78.7 / 86.1 (72%); but bf16 4 x 2^24 79.3 / 77.3 (43% kept), f32 4 x
