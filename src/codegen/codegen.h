@@ -182,6 +182,7 @@ typedef struct CgGeometry {
 #define CG_MAX_CLUSTER  16   /* CTAs in a cluster (above 8: the non-portable sizes) */
 #define CG_MAX_LAYOUTS  16
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
+#define CG_HOLD_REGS    48   /* at most, registers a thread holds pieces of a capped stash in */
 #define CG_STATIC_SHARED_MAX 49152 /* more shared memory is declared .extern, sized at launch */
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
 #define CG_LANE_SCALARS 8    /* ... each lane at least this many in narrow vectors */
@@ -234,6 +235,9 @@ void cg_instance_end(CgCtx *c);
 
 /* ------------------------------------------------------------ layout.c */
 
+/* Registers a thread of the kernel needs, as estimated for occupancy
+ * (without the pieces a capped stash holds in registers). */
+int cg_register_need(const CgCtx *c);
 /* CTAs per SM asked of ptxas (.minnctapersm, capping registers per thread),
  * or 0 for no request. */
 int cg_min_ctas_per_sm(const CgCtx *c);
@@ -416,7 +420,11 @@ typedef struct CgStream {
   int current;  /* the phase being lowered */
   int *stash;   /* STAGE: per load, its pieces' offset in tj_smem, or -1 */
   int *fetched; /* STAGE: per stashed load, the phase that reads memory, or -1 */
-  int kept;     /* STAGE: the pieces [0, kept) that the stash holds (STASH caps it) */
+  int kept;     /* STAGE: the pieces [0, kept) kept on chip (STASH caps it) */
+  int held;     /* ... of them [0, held) in registers, the rest in the stash */
+  int held_regs;       /* the registers a thread holds them in */
+  int held_piece;      /* the held piece being lowered, or -1 */
+  CgOperand **holding; /* per instruction x held piece: its registers */
   uint8_t *prefetched; /* STAGE: per load, copied into its stash ahead of this phase's loop */
 } CgStream;
 
@@ -445,6 +453,12 @@ bool cg_stash_holds(CgCtx *c, int inst);
  * $Lkept_N if the piece being lowered is kept (kept), else to $Lunkept_N
  * if it is not, and returns N; -1 (no code) when it keeps them all. */
 int cg_stash_branch(CgCtx *c, bool kept);
+/* STAGE: whether load inst's piece being lowered is held in registers (the
+ * first pieces of a capped stash); then *fetch tells whether this phase
+ * loads it from memory (and records its registers with cg_hold), else
+ * *slots are the registers the fetching phase recorded. */
+bool cg_held_load(CgCtx *c, int inst, CgOperand **slots, bool *fetch);
+void cg_hold(CgCtx *c, int inst, CgOperand *slots);
 /* STAGE with STASH: whether access inst marks its lines evict-first in L2
  * (.cs): the stores, and the loads of the last phase (x's pieces past the
  * stash, read for the last time), so that neither evicts the pieces that

@@ -193,8 +193,9 @@ static int extra_bases(const CgCtx *c) {
  * carry their own; with 16, sm_80's ptxas spilled at BLOCK 8192), and at
  * most what the SM holds (arch.c); 14 more where an instance spans CTAs or
  * is streamed (their ranks, fused pairs, piece counters and workspace
- * addresses); and an eighth of the values more from 64 of them on (f32
- * at 64 a thread spilled under 96 registers); per phased layout 2 more,
+ * addresses), and those a capped stash holds its first pieces in
+ * (stream.c, at most CG_HOLD_REGS); and an eighth of the values more from
+ * 64 of them on (f32 at 64 a thread spilled under 96 registers); per phased layout 2 more,
  * and 2 per vector a thread holds, at most 10 (f32 BLOCK 4096, 4 vectors,
  * spilled 8 bytes at 40 registers on sm_80 with 6; 16-bit BLOCK 8192, 2
  * vectors, needs no more than 6, where 10 cost it a third CTA an SM; f32
@@ -224,7 +225,7 @@ static int float_params(const CgCtx *c) {
   return count;
 }
 
-int cg_min_ctas_per_sm(const CgCtx *c) {
+int cg_register_need(const CgCtx *c) {
   int loaded = 0;
   for (int i = 0; i < c->p->ninsts; i++) {
     const IrInst *in = &c->p->insts[i];
@@ -242,6 +243,11 @@ int cg_min_ctas_per_sm(const CgCtx *c) {
     if (c->layouts[i].phased) /* its rotated base; wrap and alignment tests per vector */
       need += tests < 10 ? tests : 10;
   }
+  return need;
+}
+
+int cg_min_ctas_per_sm(const CgCtx *c) {
+  int need = cg_register_need(c) + (c->streamed ? c->stream.held_regs : 0);
   const CgArch *a = cg_arch_find(c->arch);
   int threads = c->geo.threads;
   int k = 65536 / (threads * need), most = a ? a->threads_per_sm / threads : 1;

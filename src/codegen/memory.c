@@ -565,6 +565,17 @@ static void load_from_memory(CgCtx *c, int inst, CgVal *r, bool stashed, bool re
 void cg_lower_load(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
   CgVal *r = &c->vals[in->result];
+  CgOperand *held;
+  bool fetch;
+  if (cg_held_load(c, inst, &held, &fetch)) { /* a piece kept in registers */
+    if (!fetch) {
+      r->slots = held;
+      return;
+    }
+    load_from_memory(c, inst, r, false, false);
+    if (cg_ok(c)) cg_hold(c, inst, r->slots);
+    return;
+  }
   bool holds = cg_stash_holds(c, inst);
   bool prefetched = c->streamed && c->stream.prefetched && c->stream.prefetched[inst];
   if (!holds && !prefetched) {

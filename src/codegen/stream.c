@@ -43,11 +43,16 @@
  * so every phase sees the values the first one did, in place included.
  * A stash is laid out [piece][unit][thread] in units of up to 16 bytes
  * (U), so a warp's accesses are contiguous. STASH (tj_spec_options.stash)
- * caps its bytes: it keeps the first pieces that fit, and later phases
- * read the rest from memory again. Those are the pieces the first phase
- * read last and the last phase walks first (backwards), so they are the
- * likeliest to be still in L2: a row wider than the grid's shared memory
- * is read once, less what L2 does not keep of the rest. A CTA then holds
+ * caps its bytes: the first pieces then stay in registers (held: as many
+ * as CG_HOLD_REGS registers take, a register an element; each phase runs
+ * them unrolled, before its loop or, walking backwards, after it), the
+ * next ones that fit go to the stash, and later phases read the rest from
+ * memory again. Those are the pieces the first phase read last and the
+ * last phase walks first (backwards), so they are the likeliest to be
+ * still in L2: a row wider than the grid's shared memory is read once,
+ * less what L2 does not keep of the rest. Holding a piece of f32 rows of
+ * 2^24 in registers (two CTAs an SM, 93 registers) ran them at 80-85% of
+ * copy on an H100 against 77-81% (bench/RESULTS.md, X14). A CTA then holds
  * its share of the row on chip with few registers, and several CTAs share
  * an SM: one loads while another computes
  * (bench/experiments/softmax_staged_rows.cu). On sm_80 and later the first
@@ -226,21 +231,24 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
     mark_needed(c, ph, need);
     for (int i = 0; i < p->ninsts; i++) phases[i] += need[i] && p->insts[i].op == TJ_OP_LOAD;
   }
-  /* STASH: the pieces [0, kept) that its bytes hold, each piece of every
-   * stashed load (a piece's units are whole 16-byte multiples for a CTA). */
-  int64_t per_piece = 0;
+  /* STASH: the pieces that its bytes hold, each piece of every stashed
+   * load (a piece's units are whole 16-byte multiples for a CTA); when
+   * they are not all, the first pieces in registers (held), then those. */
+  int64_t per_piece = 0, regs = 0, stashed = st->pieces;
   for (int i = 0; i < p->ninsts; i++)
-    if (phases[i] >= 2) per_piece += ((int64_t)piece_bytes(c, i) * c->geo.threads + 15) / 16 * 16;
-  st->kept = st->pieces;
+    if (phases[i] >= 2) {
+      per_piece += ((int64_t)piece_bytes(c, i) * c->geo.threads + 15) / 16 * 16;
+      regs += c->layouts[st->layout].slots; /* 16-bit elements take a register each too */
+    }
   if (c->spec->stash > 0 && per_piece > 0 && c->spec->stash / per_piece < st->pieces)
-    st->kept = (int)(c->spec->stash / per_piece);
+    stashed = c->spec->stash / per_piece;
   int64_t bytes = c->shared.bytes; /* in 64 bits: a CTA's share may be 2^30 elements */
   for (int i = 0; i < p->ninsts; i++) {
     st->stash[i] = st->fetched[i] = -1;
-    if (phases[i] < 2 || st->kept == 0 || bytes > cg_max_shared(c->arch)) continue;
+    if (phases[i] < 2 || stashed == 0 || bytes > cg_max_shared(c->arch)) continue;
     int64_t at = (bytes + 15) / 16 * 16;
     st->stash[i] = (int)at;
-    bytes = at + (int64_t)piece_bytes(c, i) * c->geo.threads * st->kept;
+    bytes = at + (int64_t)piece_bytes(c, i) * c->geo.threads * stashed;
   }
   if (bytes > cg_max_shared(c->arch)) {
     cg_fail(c, TJ_ERR_UNSUPPORTED,
@@ -250,6 +258,35 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
     return;
   }
   c->shared.bytes = (int)bytes;
+  /* Held pieces take the registers that the CTAs this shared memory lets an
+   * SM hold leave beyond the kernel's own (at most CG_HOLD_REGS): two
+   * CTAs of 256 threads an SM on sm_90 leave 64, three on sm_80 none. */
+  st->held = st->held_regs = 0;
+  st->held_piece = -1;
+  if (stashed > 0 && stashed < st->pieces && regs > 0) {
+    int64_t ctas = (cg_max_shared(c->arch) + 1024) / (bytes + 1024);
+    int64_t budget = ctas > 0 ? 65536 / (ctas * c->geo.threads) : 0;
+    int64_t spare = (budget < 255 ? budget : 255) - cg_register_need(c);
+    int64_t held = (spare < CG_HOLD_REGS ? spare : CG_HOLD_REGS) / regs;
+    if (held > 0) st->held = (int)(held < st->pieces - stashed ? held : st->pieces - stashed);
+    st->held_regs = st->held * (int)regs;
+  }
+  st->kept = st->held + (int)stashed;
+  st->holding = cg_arena_alloc(&c->arena, sizeof *st->holding * n * (size_t)(st->held + 1));
+  if (!st->holding) cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
+bool cg_held_load(CgCtx *c, int inst, CgOperand **slots, bool *fetch) {
+  CgStream *st = &c->stream;
+  if (!c->streamed || !st->stash || st->stash[inst] < 0 || st->held_piece < 0) return false;
+  *fetch = !cg_stash_holds(c, inst);
+  *slots = st->holding[(size_t)inst * (size_t)st->held + (size_t)st->held_piece];
+  return true;
+}
+
+void cg_hold(CgCtx *c, int inst, CgOperand *slots) {
+  CgStream *st = &c->stream;
+  st->holding[(size_t)inst * (size_t)st->held + (size_t)st->held_piece] = slots;
 }
 
 bool cg_stash_holds(CgCtx *c, int inst) {
@@ -270,7 +307,9 @@ static CgOperand stash_address(CgCtx *c, int inst, int unit, int units) {
   cg_line(e, "div.u32 %s, %s, %lld;", CG_N(piece), CG_N(c->piece_start), (long long)c->stream.step);
   cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(at), CG_N(piece), units * unit * c->geo.threads,
           CG_N(mine));
-  cg_line(e, "add.u32 %s, %s, %d;", CG_N(at), CG_N(at), c->stream.stash[inst]);
+  int64_t offset = c->stream.stash[inst] - (int64_t)c->stream.held * units * unit * c->geo.threads;
+  cg_line(e, "%s.u32 %s, %s, %lld;", offset < 0 ? "sub" : "add", CG_N(at), CG_N(at),
+          (long long)(offset < 0 ? -offset : offset));
   return at;
 }
 
@@ -436,7 +475,8 @@ static void prefetch_piece(CgCtx *c, const uint8_t *deps) {
 /* Before the phase's loop: the first piece. */
 static void prefetch_start(CgCtx *c, const uint8_t *deps) {
   c->piece_start = cg_reg(&c->em, CG_B32);
-  cg_line(&c->em, "mov.u32 %s, 0;", CG_N(c->piece_start));
+  cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
+          (long long)(c->stream.step * c->stream.held));
   prefetch_piece(c, deps);
   cg_line(&c->em, "cp.async.commit_group;");
 }
@@ -508,18 +548,9 @@ static void assign(CgCtx *c, CgRed to, CgRed from) {
   if (to.pair) cg_mov(c, to.d, from.d);
 }
 
-/* The loop of phase ph over the pieces, its running reductions folded in. */
-static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int nrun,
-                       const uint8_t *prefetch) {
-  CgStream *st = &c->stream;
-  bool last = ph == c->stream.phases - 1, backward = last && ph > 0;
-  int label = c->em.labels++;
-  int64_t end = st->step * st->pieces;
-  c->piece_start = cg_reg(&c->em, CG_B32);
-  cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
-          (long long)(backward ? end - st->step : 0));
-  cg_raw(&c->em, "$Lpiece_%d:\n", label);
-  if (prefetch) prefetch_turn(c, prefetch);
+/* The code of one piece (at c->piece_start), its reductions folded into
+ * the running ones. */
+static void piece_body(CgCtx *c, const uint8_t *need, Running *run, int nrun) {
   piece_guards(c);
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++) {
     if (!need[i]) continue;
@@ -535,14 +566,45 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
         assign(c, run[k].acc, cg_red_combine(c, run[k].acc, piece));
       }
   }
+}
+
+/* The held pieces [0, held), unrolled, last first when backward. */
+static void held_pieces(CgCtx *c, const uint8_t *need, Running *run, int nrun, bool backward) {
+  CgStream *st = &c->stream;
+  for (int k = 0; k < st->held && cg_ok(c); k++) {
+    int j = backward ? st->held - 1 - k : k;
+    st->held_piece = j;
+    c->piece_start = cg_imm_int(CG_B32, j * st->step);
+    piece_body(c, need, run, nrun);
+  }
+  st->held_piece = -1;
+}
+
+/* Phase ph over the pieces: the held ones unrolled (first when forward,
+ * last when backward) and a loop over the rest. */
+static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int nrun,
+                       const uint8_t *prefetch) {
+  CgStream *st = &c->stream;
+  bool last = ph == c->stream.phases - 1, backward = last && ph > 0;
+  int label = c->em.labels++;
+  int64_t end = st->step * st->pieces, first = st->step * st->held;
+  if (!backward) held_pieces(c, need, run, nrun, false);
+  c->piece_start = cg_reg(&c->em, CG_B32);
+  cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
+          (long long)(backward ? end - st->step : first));
+  cg_raw(&c->em, "$Lpiece_%d:\n", label);
+  if (prefetch) prefetch_turn(c, prefetch);
+  piece_body(c, need, run, nrun);
   CgOperand more = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(c->piece_start), CG_N(c->piece_start),
           (long long)(backward ? -st->step : st->step));
   if (backward)
-    cg_line(&c->em, "setp.ge.s32 %s, %s, 0;", CG_N(more), CG_N(c->piece_start));
+    cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start),
+            (long long)first);
   else
     cg_line(&c->em, "setp.lt.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start), (long long)end);
   cg_line(&c->em, "@%s bra.uni $Lpiece_%d;", CG_N(more), label);
+  if (backward) held_pieces(c, need, run, nrun, true);
   c->piece_start = cg_imm_int(CG_B32, 0);
 }
 
