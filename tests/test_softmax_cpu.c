@@ -445,6 +445,13 @@ static tj_softmax_plan plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n,
 #define ASSERT_PLAN(p, w, b, nw, c, sp) ASSERT_PLAN_STAGE(p, w, b, nw, c, sp, 0)
 #define ASSERT_STAGED_AT(p, b, c, sp, st) ASSERT_PLAN_STAGE(p, TJ_SOFTMAX_SINGLE, b, 8, c, sp, st)
 #define ASSERT_STAGED(p, b, c, sp)        ASSERT_STAGED_AT(p, b, c, sp, 32)
+/* Staged over the grid, SPLIT sp CTAs a row, each keeping STASH bytes. */
+#define ASSERT_STASHED(p, b, sp, bytes)                                                            \
+  do {                                                                                             \
+    tj_softmax_plan stashed_ = (p);                                                                \
+    ASSERT_STAGED(stashed_, b, 1, sp);                                                             \
+    ck_assert_int_eq(stashed_.stash, (bytes));                                                     \
+  } while (0)
 
 /* The strategy (softmax_plan.c) for the shapes it distinguishes. */
 START_TEST(plan_for_every_kind_of_shape) {
@@ -500,31 +507,17 @@ START_TEST(plan_for_every_kind_of_shape) {
    * part of the SM's shared memory holds (STASH: two CTAs an SM on sm_90,
    * three on sm_80); the rest is read again. BLOCK is whole vectors of
    * every thread, where that is below the next power of two. */
-  tj_softmax_plan partial = plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL);
-  ASSERT_STAGED(partial, 10223616, 1, 256);
-  ck_assert_int_eq(partial.stash, 112 * 1024);
-  partial = plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL);
-  ASSERT_STAGED(partial, 50331648, 1, 256);
-  ck_assert_int_eq(partial.stash, 112 * 1024);
+  ASSERT_STASHED(plan_of(90, TJ_DTYPE_F32, 4, 10000000, NULL), 10223616, 256, 112 * 1024);
+  ASSERT_STASHED(plan_of(90, TJ_DTYPE_BF16, 1, 50000000, NULL), 50331648, 256, 112 * 1024);
   /* ... an even number of such rows (or of rows that take every CTA in
    * turn) two at a time, over half of those CTAs each with the same STASH,
    * where it keeps at least 70% of a CTA's share: bf16 10^7 (72%), f32
    * 5*10^6; not bf16 2^24 (43%), nor three rows (the last alone on half). */
-  partial = plan_of(90, TJ_DTYPE_BF16, 4, 10000000, NULL);
-  ASSERT_STAGED(partial, 10223616, 1, 128);
-  ck_assert_int_eq(partial.stash, 112 * 1024);
-  partial = plan_of(90, TJ_DTYPE_F32, 2, 5000000, NULL);
-  ASSERT_STAGED(partial, 5111808, 1, 128);
-  ck_assert_int_eq(partial.stash, 112 * 1024);
-  partial = plan_of(90, TJ_DTYPE_BF16, 3, 10000000, NULL);
-  ASSERT_STAGED(partial, 10485760, 1, 256);
-  ck_assert_int_eq(partial.stash, 0);
-  partial = plan_of(90, TJ_DTYPE_BF16, 4, 1 << 24, NULL);
-  ASSERT_STAGED(partial, 1 << 24, 1, 256);
-  ck_assert_int_eq(partial.stash, 112 * 1024);
-  partial = plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL);
-  ASSERT_STAGED(partial, 1 << 22, 1, 256);
-  ck_assert_int_eq(partial.stash, 52 * 1024);
+  ASSERT_STASHED(plan_of(90, TJ_DTYPE_BF16, 4, 10000000, NULL), 10223616, 128, 112 * 1024);
+  ASSERT_STASHED(plan_of(90, TJ_DTYPE_F32, 2, 5000000, NULL), 5111808, 128, 112 * 1024);
+  ASSERT_STASHED(plan_of(90, TJ_DTYPE_BF16, 3, 10000000, NULL), 10485760, 256, 0);
+  ASSERT_STASHED(plan_of(90, TJ_DTYPE_BF16, 4, 1 << 24, NULL), 1 << 24, 256, 112 * 1024);
+  ASSERT_STASHED(plan_of(80, TJ_DTYPE_F32, 1, 1 << 22, NULL), 1 << 22, 256, 52 * 1024);
   /* ... where no CTA keeps 32 KiB so (sm_86: 99 KiB an SM), the grid level
    * of 512-thread CTAs that hold the row in registers; one they cannot
    * hold streams through 1024-thread CTAs, reading x twice. */
