@@ -183,6 +183,7 @@ typedef struct CgGeometry {
 #define CG_MAX_LAYOUTS  16
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
 #define CG_HOLD_REGS    48   /* at most, registers a thread holds pieces of a capped stash in */
+#define CG_HOLD_PIECES  4    /* ... and at most these pieces */
 #define CG_STATIC_SHARED_MAX 49152 /* more shared memory is declared .extern, sized at launch */
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
 #define CG_LANE_SCALARS 8    /* ... each lane at least this many in narrow vectors */

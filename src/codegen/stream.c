@@ -235,10 +235,11 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
    * load (a piece's units are whole 16-byte multiples for a CTA); when
    * they are not all, the first pieces in registers (held), then those. */
   int64_t per_piece = 0, regs = 0, stashed = st->pieces;
+  int slots = c->layouts[st->layout].slots;
   for (int i = 0; i < p->ninsts; i++)
     if (phases[i] >= 2) {
       per_piece += ((int64_t)piece_bytes(c, i) * c->geo.threads + 15) / 16 * 16;
-      regs += c->layouts[st->layout].slots; /* 16-bit elements take a register each too */
+      regs += piece_bytes(c, i) > 4 * slots ? 2 * slots : slots; /* 64-bit: two an element */
     }
   if (c->spec->stash > 0 && per_piece > 0 && c->spec->stash / per_piece < st->pieces)
     stashed = c->spec->stash / per_piece;
@@ -259,15 +260,18 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
   }
   c->shared.bytes = (int)bytes;
   /* Held pieces take the registers that the CTAs this shared memory lets an
-   * SM hold leave beyond the kernel's own (at most CG_HOLD_REGS): two
-   * CTAs of 256 threads an SM on sm_90 leave 64, three on sm_80 none. */
+   * SM hold leave beyond the kernel's own (at most CG_HOLD_REGS, and at
+   * most CG_HOLD_PIECES pieces, each unrolled in every phase): two CTAs of
+   * 256 threads an SM on sm_90 leave 64, three on sm_80 none. ptxas
+   * allocates registers in eights. */
   st->held = st->held_regs = 0;
   st->held_piece = -1;
   if (stashed > 0 && stashed < st->pieces && regs > 0) {
     int64_t ctas = (cg_max_shared(c->arch) + 1024) / (bytes + 1024);
-    int64_t budget = ctas > 0 ? 65536 / (ctas * c->geo.threads) : 0;
+    int64_t budget = ctas > 0 ? 65536 / (ctas * c->geo.threads) / 8 * 8 : 0;
     int64_t spare = (budget < 255 ? budget : 255) - cg_register_need(c);
     int64_t held = (spare < CG_HOLD_REGS ? spare : CG_HOLD_REGS) / regs;
+    if (held > CG_HOLD_PIECES) held = CG_HOLD_PIECES;
     if (held > 0) st->held = (int)(held < st->pieces - stashed ? held : st->pieces - stashed);
     st->held_regs = st->held * (int)regs;
   }
