@@ -44,8 +44,9 @@
  * A stash is laid out [piece][unit][thread] in units of up to 16 bytes
  * (U), so a warp's accesses are contiguous. STASH (tj_spec_options.stash)
  * caps its bytes: the first pieces then stay in registers (held: as many
- * as CG_HOLD_REGS registers take, a register an element; each phase runs
- * them unrolled, before its loop or, walking backwards, after it), the
+ * as the registers the SM's CTAs leave spare take, a register an element,
+ * at most CG_HOLD_REGS and CG_HOLD_PIECES; each phase runs them unrolled,
+ * before its loop or, walking backwards, after it), the
  * next ones that fit go to the stash, and later phases read the rest from
  * memory again. Those are the pieces the first phase read last and the
  * last phase walks first (backwards), so they are the likeliest to be
