@@ -454,12 +454,11 @@ bool cg_stash_holds(CgCtx *c, int inst);
  * $Lkept_N if the piece being lowered is kept (kept), else to $Lunkept_N
  * if it is not, and returns N; -1 (no code) when it keeps them all. */
 int cg_stash_branch(CgCtx *c, bool kept);
-/* STAGE: whether load inst's piece being lowered is held in registers (the
- * first pieces of a capped stash); then *fetch tells whether this phase
- * loads it from memory (and records its registers with cg_hold), else
- * *slots are the registers the fetching phase recorded. */
-bool cg_held_load(CgCtx *c, int inst, CgOperand **slots, bool *fetch);
-void cg_hold(CgCtx *c, int inst, CgOperand *slots);
+/* STAGE: where load inst's piece being lowered keeps its registers when it
+ * is held in them (the first pieces of a capped stash), else NULL; then
+ * *fetch tells whether this phase loads it from memory (and records its
+ * registers there) rather than reads the registers recorded. */
+CgOperand **cg_held_slots(CgCtx *c, int inst, bool *fetch);
 /* STAGE with STASH: whether access inst marks its lines evict-first in L2
  * (.cs): the stores, and the loads of the last phase (x's pieces past the
  * stash, read for the last time), so that neither evicts the pieces that

@@ -537,6 +537,13 @@ static void load_elements(Access *a, CgOperand *dst) {
   for (int k = 0; k < slots; k++) load_element(a, p[k].full, k, 0, dst);
 }
 
+/* r's slots: `slots` fresh registers of elem. */
+static bool fresh_slots(CgCtx *c, CgVal *r, int slots, tj_elem elem) {
+  if (!(r->slots = cg_new_slots(c, slots))) return false;
+  for (int k = 0; k < slots; k++) r->slots[k] = cg_reg_of(c, elem);
+  return true;
+}
+
 /* Load inst into r's slots (fresh registers, or r's own when reuse); with
  * stashed, its whole vectors come from the stash, where the prefetch
  * copied them (stream.c). */
@@ -547,8 +554,7 @@ static void load_from_memory(CgCtx *c, int inst, CgVal *r, bool stashed, bool re
     a.stashed = true;
     a.stash = cg_stash_at(c, inst, &a.stride);
   }
-  if (!cg_ok(c) || (!reuse && !(r->slots = cg_new_slots(c, a.l->slots)))) return;
-  for (int k = 0; k < a.l->slots && !reuse; k++) r->slots[k] = cg_reg_of(c, a.elem);
+  if (!cg_ok(c) || (!reuse && !fresh_slots(c, r, a.l->slots, a.elem))) return;
   int label = misaligned_branch(&a);
   if (a.chunk > 1) load_vectors(&a, r->slots);
   if (a.chunk > 1 && label < 0) return;
@@ -565,15 +571,12 @@ static void load_from_memory(CgCtx *c, int inst, CgVal *r, bool stashed, bool re
 void cg_lower_load(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
   CgVal *r = &c->vals[in->result];
-  CgOperand *held;
   bool fetch;
-  if (cg_held_load(c, inst, &held, &fetch)) { /* a piece kept in registers */
-    if (!fetch) {
-      r->slots = held;
-      return;
-    }
-    load_from_memory(c, inst, r, false, false);
-    if (cg_ok(c)) cg_hold(c, inst, r->slots);
+  CgOperand **held = cg_held_slots(c, inst, &fetch);
+  if (held) { /* a piece kept in registers */
+    if (fetch) load_from_memory(c, inst, r, false, false);
+    if (fetch && cg_ok(c)) *held = r->slots;
+    if (!fetch) r->slots = *held;
     return;
   }
   bool holds = cg_stash_holds(c, inst);
@@ -593,12 +596,9 @@ void cg_lower_load(CgCtx *c, int inst) {
   if (prefetched) {
     load_from_memory(c, inst, r, true, label >= 0);
   } else {
-    if (label < 0) {
-      int slots = cg_layout_of(c, in->args[1])->slots;
-      if (!(r->slots = cg_new_slots(c, slots))) return;
-      tj_elem elem = (tj_elem)c->p->types[in->args[0]].elem;
-      for (int k = 0; k < slots; k++) r->slots[k] = cg_reg_of(c, elem);
-    }
+    if (label < 0 && !fresh_slots(c, r, cg_layout_of(c, in->args[1])->slots,
+                                  (tj_elem)c->p->types[in->args[0]].elem))
+      return;
     cg_stash_read(c, inst, r->slots);
   }
   if (label >= 0) cg_raw(&c->em, "$Lunkept_%d:\n", label);

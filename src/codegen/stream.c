@@ -281,17 +281,11 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
   if (!st->holding) cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
-bool cg_held_load(CgCtx *c, int inst, CgOperand **slots, bool *fetch) {
+CgOperand **cg_held_slots(CgCtx *c, int inst, bool *fetch) {
   CgStream *st = &c->stream;
-  if (!c->streamed || !st->stash || st->stash[inst] < 0 || st->held_piece < 0) return false;
+  if (!c->streamed || !st->stash || st->stash[inst] < 0 || st->held_piece < 0) return NULL;
   *fetch = !cg_stash_holds(c, inst);
-  *slots = st->holding[(size_t)inst * (size_t)st->held + (size_t)st->held_piece];
-  return true;
-}
-
-void cg_hold(CgCtx *c, int inst, CgOperand *slots) {
-  CgStream *st = &c->stream;
-  st->holding[(size_t)inst * (size_t)st->held + (size_t)st->held_piece] = slots;
+  return &st->holding[(size_t)inst * (size_t)st->held + (size_t)st->held_piece];
 }
 
 bool cg_stash_holds(CgCtx *c, int inst) {
