@@ -244,6 +244,10 @@ static const Case staged[] = {
     {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32, 0, 0},
     {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16, 0, 0},
     {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 3, 0, 0}, /* below VEC (8): pieces of one vector */
+    /* 16-bit rows whose last vector the mask cuts: its elements move alone
+     * and into their words (memory.c), in the stash too */
+    {TJ_DTYPE_BF16, 3001, 1, 1, 1, 16, true, 16, 0, 0},
+    {TJ_DTYPE_F16, 7005, 1, 1, 3, 16, true, 8, 0, 0},
     /* STASH: the first pieces in registers where the CTAs an SM holds
      * leave registers spare (held), the next in shared memory, the rest
      * read again. Comments: pieces held, stashed, of those holding
@@ -256,6 +260,7 @@ static const Case staged[] = {
     /* two CTAs an SM (sm_90): their spare registers hold a piece */
     {TJ_DTYPE_F32, 80000, 8, 1, 2, 16, true, 32, 100000, 25},   /* 1, 3 of 5 (5) */
     {TJ_DTYPE_BF16, 120000, 8, 1, 2, 16, true, 32, 100000, 10}, /* 1, 6 of 8 (8) */
+    {TJ_DTYPE_F16, 20003, 1, 2, 1, 16, true, 32, 4096, 0},      /* 0, 2 of 10 (16), cut */
 };
 
 START_TEST(softmax_staged) {

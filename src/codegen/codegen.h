@@ -466,11 +466,13 @@ CgOperand **cg_held_slots(CgCtx *c, int inst, bool *fetch);
 bool cg_stream_evict_first(const CgCtx *c, int inst);
 void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots);
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots);
-/* STAGE, a prefetched load: writes the units of the piece's slots to the
- * stash at `at` (cg_stash_at) but those whose whole[u] holds, which the
- * prefetch copied there (a predicate per unit: @!whole[u]). */
-void cg_stash_write_cut(CgCtx *c, int inst, CgOperand at, const CgOperand *slots,
-                        const CgOperand *whole);
+/* STAGE, a prefetched load: writes the units of the piece's registers to
+ * the stash at `at` (cg_stash_at) but those whose whole[u] holds, which
+ * the prefetch copied there (a predicate per unit: @!whole[u]). With
+ * `packed`, regs holds 16-bit elements two to a b32 word (regs[i]: slots
+ * 2i and 2i + 1). */
+void cg_stash_write_cut(CgCtx *c, int inst, CgOperand at, const CgOperand *regs,
+                        const CgOperand *whole, bool packed);
 /* STAGE: the thread's first unit of load inst's stash for the piece being
  * lowered, and (*stride) the bytes from one of its units to the next. */
 CgOperand cg_stash_at(CgCtx *c, int inst, int *stride);

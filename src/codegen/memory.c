@@ -332,6 +332,20 @@ static CgName prefix(CgOperand pred) {
   return n;
 }
 
+/* 16-bit elements two to a b32 word: words[i] holds halves[2i] (low) and
+ * halves[2i + 1]. */
+static void unpack_words(CgCtx *c, const CgOperand *words, const CgOperand *halves, int n) {
+  for (int i = 0; i < n; i++)
+    cg_line(&c->em, "mov.b32 {%s, %s}, %s;", CG_N(halves[2 * i]), CG_N(halves[2 * i + 1]),
+            CG_N(words[i]));
+}
+
+static void pack_words(CgCtx *c, const CgOperand *halves, const CgOperand *words, int n) {
+  for (int i = 0; i < n; i++)
+    cg_line(&c->em, "mov.b32 %s, {%s, %s};", CG_N(words[i]), CG_N(halves[2 * i]),
+            CG_N(halves[2 * i + 1]));
+}
+
 /* The elements of a partial vector, for a recomputed mask: a block that
  * threads without one branch over. In it every element moves under its own
  * mask, those of full vectors again too (the same values, from and to the
@@ -341,7 +355,7 @@ static CgName prefix(CgOperand pred) {
 typedef void (*MoveElement)(Access *a, CgOperand pred, int q, int v, const CgOperand *regs);
 
 static void partial_block(Access *a, const Preds *p, int chunks, MoveElement move,
-                          const CgOperand *regs) {
+                          const CgOperand *regs, const CgOperand *words) {
   CgCtx *c = a->c;
   int n = a->chunk;
   if (!a->remat || n == 1) return;
@@ -353,6 +367,7 @@ static void partial_block(Access *a, const Preds *p, int chunks, MoveElement mov
   if (a->has_w0) any = or_pred(c, any, a->w0); /* lane 0's wrapping vector */
   int label = c->em.labels++;
   cg_line(&c->em, "@!%s bra $Lpart_%d;", CG_N(any), label);
+  if (words) unpack_words(c, words, regs, chunks * n / 2);
   for (int q = 0; q < chunks; q++) {
     for (int v = 0; v < n - 1; v++)
       move(a, mask_at(a, a->mask, q * n + v, guard_at(a, q * n)), q, v, regs);
@@ -360,6 +375,7 @@ static void partial_block(Access *a, const Preds *p, int chunks, MoveElement mov
       move(a, cg_and_pred(c, mask_at(a, a->mask, q * n + n - 1, guard_at(a, q * n)), a->w0), q,
            n - 1, regs);
   }
+  if (words) pack_words(c, regs, words, chunks * n / 2);
   cg_raw(&c->em, "$Lpart_%d:\n", label);
 }
 
@@ -484,14 +500,16 @@ static void load_element(Access *a, CgOperand pred, int q, int v, const CgOperan
 }
 
 /* A prefetched load's vectors that were not wholly in the mask: what the
- * registers hold (`other` and the elements in it) goes to their units of
- * the stash, which the prefetch did not write, for the later phases. */
-static void stash_partial(Access *a, const Preds *p, int chunks, const CgOperand *dst) {
+ * registers hold (`other` and the elements in it; 16-bit ones still in
+ * their words) goes to their units of the stash, which the prefetch did
+ * not write, for the later phases. */
+static void stash_partial(Access *a, const Preds *p, int chunks, const CgOperand *regs,
+                          bool packed) {
   CgCtx *c = a->c;
   CgOperand *whole = cg_new_slots(c, chunks);
   if (!whole) return;
   for (int q = 0; q < chunks; q++) whole[q] = p[q].full;
-  cg_stash_write_cut(c, (int)(a->in - c->p->insts), a->stash, dst, whole);
+  cg_stash_write_cut(c, (int)(a->in - c->p->insts), a->stash, regs, whole, packed);
 }
 
 static void load_vectors(Access *a, CgOperand *dst) {
@@ -516,13 +534,31 @@ static void load_vectors(Access *a, CgOperand *dst) {
       cg_line(&c->em, "%sld.%s.%s %s%s%s, %s;", prefix(p[q].full).s, a->space, type,
               nw > 1 ? "{" : "", list, nw > 1 ? "}" : "", address(a, q * n).s);
   }
-  for (int i = 0; i < chunks * nw && half(a); i++)
-    cg_line(&c->em, "mov.b32 {%s, %s}, %s;", CG_N(dst[2 * i]), CG_N(dst[2 * i + 1]), CG_N(w[i]));
+  /* In a piece loop (stream.c), 16-bit elements that move alone do so in
+   * halves of their own, taken from the words and put back: the words hold
+   * each element whichever way it came, and the unpack at the end sets
+   * each element's register once, so that ptxas reads its half in place.
+   * (Set by the vector load and again by the partial vector's block, every
+   * half took a byte permute on the main path: two instructions in ten of
+   * a 16-bit staged row's first phase. Elsewhere the halves stay as they
+   * were: at the 32 registers of sm_80's small CTAs the extra halves
+   * spilled.) */
+  bool packed = half(a) && c->streamed;
+  CgOperand *halves = dst;
+  if (packed && !(halves = cg_new_slots(c, chunks * n))) return;
+  for (int k = 0; k < chunks * n && packed; k++) halves[k] = cg_reg(&c->em, CG_B16);
+  if (half(a) && !packed) unpack_words(c, w, dst, chunks * nw);
+  bool parts = false;
+  for (int q = 0; q < chunks; q++)
+    for (int v = 0; v < n; v++) parts |= p[q].has_part[v];
+  if (parts && packed) unpack_words(c, w, halves, chunks * nw);
   for (int q = 0; q < chunks; q++)
     for (int v = 0; v < n; v++)
-      if (p[q].has_part[v]) load_element(a, p[q].part[v], q, v, dst);
-  partial_block(a, p, chunks, load_element, dst);
-  if (a->stashed) stash_partial(a, p, chunks, dst);
+      if (p[q].has_part[v]) load_element(a, p[q].part[v], q, v, halves);
+  if (parts && packed) pack_words(c, halves, w, chunks * nw);
+  partial_block(a, p, chunks, load_element, halves, packed ? w : NULL);
+  if (a->stashed) stash_partial(a, p, chunks, packed ? w : dst, packed);
+  if (packed) unpack_words(c, w, dst, chunks * nw);
 }
 
 static void load_elements(Access *a, CgOperand *dst) {
@@ -664,7 +700,7 @@ static void store_vectors(Access *a, const CgOperand *v) {
   for (int q = 0; q < chunks; q++)
     for (int k = 0; k < n; k++)
       if (p[q].has_part[k]) store_element(a, p[q].part[k], q, k, v);
-  partial_block(a, p, chunks, store_element, v);
+  partial_block(a, p, chunks, store_element, v, NULL);
 }
 
 static void store_elements(Access *a, const CgOperand *v) {

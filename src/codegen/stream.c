@@ -318,22 +318,28 @@ static const char *class_type(CgClass cls) {
 
 /* Moves the piece's registers to (store) or from its stash at `at`, unit
  * by unit; 16-bit elements travel in b32 words of two. With `whole`, a
- * store skips unit u where whole[u] holds (the prefetch copied it). */
+ * store skips unit u where whole[u] holds (the prefetch copied it); with
+ * `packed`, `from` holds the words themselves (words[i]: slots 2i, 2i + 1;
+ * units of whole words, as a prefetched piece's 16-byte units are). */
 static void stash_units(CgCtx *c, int inst, CgOperand at, const CgOperand *from, CgOperand *to,
-                        const CgOperand *whole) {
+                        const CgOperand *whole, bool packed) {
   bool store = from != NULL;
   const CgOperand *slots = store ? from : to;
   int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes), units = bytes / unit;
   int esize = bytes / c->layouts[c->stream.layout].slots, per = unit / esize;
   bool pairs = esize == 2 && per > 1;
   int words = pairs ? per / 2 : per;
+  if (packed && !pairs) {
+    cg_fail(c, TJ_ERR_UNSUPPORTED, "codegen: packed stash units of %d bytes", unit);
+    return;
+  }
   for (int u = 0; u < units; u++) {
     if (whole && cg_is_true(whole[u])) continue;
     CgOperand w[4] = {{0}};
     char list[160] = "", vec[16] = "";
     for (int k = 0; k < words; k++) {
-      w[k] = pairs ? cg_reg(&c->em, CG_B32) : slots[u * per + k];
-      if (pairs && store)
+      w[k] = packed ? slots[u * words + k] : pairs ? cg_reg(&c->em, CG_B32) : slots[u * per + k];
+      if (pairs && store && !packed)
         cg_line(&c->em, "mov.b32 %s, {%s, %s};", CG_N(w[k]), CG_N(slots[u * per + 2 * k]),
                 CG_N(slots[u * per + 2 * k + 1]));
       CgName name = cg_name(w[k]);
@@ -358,7 +364,7 @@ static void stash_units(CgCtx *c, int inst, CgOperand at, const CgOperand *from,
 
 static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to) {
   int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes);
-  stash_units(c, inst, stash_address(c, inst, unit, bytes / unit), from, to, NULL);
+  stash_units(c, inst, stash_address(c, inst, unit, bytes / unit), from, to, NULL, false);
 }
 
 int cg_stash_branch(CgCtx *c, bool kept) {
@@ -389,9 +395,9 @@ void cg_stash_write(CgCtx *c, int inst, const CgOperand *slots) {
 
 void cg_stash_read(CgCtx *c, int inst, CgOperand *slots) { stash_move(c, inst, NULL, slots); }
 
-void cg_stash_write_cut(CgCtx *c, int inst, CgOperand at, const CgOperand *slots,
-                        const CgOperand *whole) {
-  stash_units(c, inst, at, slots, NULL, whole);
+void cg_stash_write_cut(CgCtx *c, int inst, CgOperand at, const CgOperand *regs,
+                        const CgOperand *whole, bool packed) {
+  stash_units(c, inst, at, regs, NULL, whole, packed);
 }
 
 CgOperand cg_stash_at(CgCtx *c, int inst, int *stride) {
