@@ -416,8 +416,9 @@ END_TEST
 
 /* Masked rows (monotone masks): one predicate per vector on the main path,
  * the elements of a partial vector in a block the other threads branch
- * over, and the mask computed again at the store (no predicate lives from
- * the loads to the stores); the kernel asks ptxas for its CTAs per SM. */
+ * over (one per vector for rows of one warp at any phase: memory.c), and
+ * the mask computed again at the store (no predicate lives from the loads
+ * to the stores); the kernel asks ptxas for its CTAs per SM. */
 START_TEST(partial_vectors_in_their_own_block) {
   char *ptx =
       make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1024, 0, 0, 16, 90, 0, 0}, NULL);
@@ -435,6 +436,12 @@ START_TEST(partial_vectors_in_their_own_block) {
   tj_free(ptx);
   ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32768, 0, 32, 16, 90, 0, 0}, NULL);
   ck_assert_int_eq(ptx_find_line(ptx, ".minnctapersm", 0), -1); /* 1024 threads: one CTA */
+  ck_assert_int_eq(ptx_count(ptx, "bra $Lpart_"), 2);
+  tj_free(ptx);
+  /* Rows at any phase, one warp a row (f16 577: four vectors a thread): a
+   * block per vector, for the load and for the store. */
+  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 577, 0, 0, 2, 90, 0, 1}, NULL);
+  ck_assert_int_eq(ptx_count(ptx, "bra $Lpart_"), 8);
   tj_free(ptx);
 }
 END_TEST

@@ -349,34 +349,57 @@ static void pack_words(CgCtx *c, const CgOperand *halves, const CgOperand *words
 /* The elements of a partial vector, for a recomputed mask: a block that
  * threads without one branch over. In it every element moves under its own
  * mask, those of full vectors again too (the same values, from and to the
- * same thread): fewer predicates than `mask and not full`, and only the one
- * thread per row that holds the row's partial vector gets here. `move`
- * writes the access of element v of chunk q under a predicate. */
+ * same thread): fewer predicates than `mask and not full`, and in each row
+ * only the thread that holds the row's partial vector (and lane 0, for
+ * its wrapping first vector) gets here. Where rows start at any phase
+ * and an instance is one warp or less (rows of up to CG_WARP_ROW_MAX),
+ * every warp runs the block for every row (lane 0 wraps), so there it is
+ * a block per vector (chunk) q, which threads without a partial vector q
+ * branch over: a row of one warp (16-bit N = 577: four vectors a thread)
+ * then runs two of its four vectors' elements, not all of them. Measured
+ * on an H200 (bench/RESULTS.md, X22), % of copy: f16 116307 x 577 71 ->
+ * 79, 131201 x 1023 95 -> 98, f32 116307 x 577 97 -> 98. Not elsewhere:
+ * aligned rows, which enter the block only at a row's end, lost (f16
+ * 116509 x 576 95.3 -> 93.0, 65536 x 1024 97.5 -> 96.4), and blocks per
+ * vector spilled in the ptxas sweep (sm_100 clusters of 16-bit phased
+ * rows). `move` writes the access of element v of chunk q under a
+ * predicate. */
 typedef void (*MoveElement)(Access *a, CgOperand pred, int q, int v, const CgOperand *regs);
 
-static void partial_block(Access *a, const Preds *p, int chunks, MoveElement move,
-                          const CgOperand *regs, const CgOperand *words) {
+/* The block of chunks [q0, q1). */
+static void partial_vectors(Access *a, const Preds *p, int q0, int q1, MoveElement move,
+                            const CgOperand *regs, const CgOperand *words) {
   CgCtx *c = a->c;
   int n = a->chunk;
-  if (!a->remat || n == 1) return;
   CgOperand any = cg_true();
-  for (int q = 0; q < chunks; q++) {
+  for (int q = q0; q < q1; q++) {
     CgOperand starts = and_not(c, mask_at(a, a->mask, q * n, guard_at(a, q * n)), p[q].full);
-    any = q ? or_pred(c, any, starts) : starts;
+    any = q > q0 ? or_pred(c, any, starts) : starts;
   }
-  if (a->has_w0) any = or_pred(c, any, a->w0); /* lane 0's wrapping vector */
+  if (may_wrap(a, q0 * n, n)) any = or_pred(c, any, a->w0); /* lane 0's first vector */
   int label = c->em.labels++;
   cg_line(&c->em, "@!%s bra $Lpart_%d;", CG_N(any), label);
-  if (words) unpack_words(c, words, regs, chunks * n / 2);
-  for (int q = 0; q < chunks; q++) {
+  if (words) unpack_words(c, words + q0 * n / 2, regs + q0 * n, (q1 - q0) * n / 2);
+  for (int q = q0; q < q1; q++) {
     for (int v = 0; v < n - 1; v++)
       move(a, mask_at(a, a->mask, q * n + v, guard_at(a, q * n)), q, v, regs);
     if (may_wrap(a, q * n, n)) /* its last element too */
       move(a, cg_and_pred(c, mask_at(a, a->mask, q * n + n - 1, guard_at(a, q * n)), a->w0), q,
            n - 1, regs);
   }
-  if (words) pack_words(c, regs, words, chunks * n / 2);
+  if (words) pack_words(c, regs + q0 * n, words + q0 * n / 2, (q1 - q0) * n / 2);
   cg_raw(&c->em, "$Lpart_%d:\n", label);
+}
+
+static void partial_block(Access *a, const Preds *p, int chunks, MoveElement move,
+                          const CgOperand *regs, const CgOperand *words) {
+  CgCtx *c = a->c;
+  if (!a->remat || a->chunk == 1) return;
+  if (c->geo.span > 32 || c->streamed || !a->l->phased) {
+    partial_vectors(a, p, 0, chunks, move, regs, words);
+    return;
+  }
+  for (int q = 0; q < chunks; q++) partial_vectors(a, p, q, q + 1, move, regs, words);
 }
 
 /* ---- types ---------------------------------------------------------------- */
