@@ -66,6 +66,7 @@ ROW_BLOCKS = [65536, 131072, 262144, 524288, 1048576]
 ROW_STAGE = 32
 DTYPE_ENUM = {"f32": "TJ_DTYPE_F32", "f16": "TJ_DTYPE_F16", "bf16": "TJ_DTYPE_BF16"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TABLE = os.path.join(ROOT, "src", "runtime", "softmax_tuning.inc")
 
 
 def bench(tool, dtype, warps, reps, rows=None, blocks=BLOCKS, flags=()):
@@ -223,7 +224,9 @@ def blocks_of(text):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", required=True, help="tj-bench of a build of this tree")
-    p.add_argument("--out", default=os.path.join(ROOT, "src", "runtime", "softmax_tuning.inc"))
+    p.add_argument("--out", default=TABLE,
+                   help="the table to update (default the repository's); a new file starts "
+                        "from the repository's lines")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--dtype", default="f32,f16,bf16")
@@ -235,6 +238,9 @@ def main():
     what = [w for w in ("warps", "rows") if w in args.what.split(",")]
     if not what or set(args.what.split(",")) - set(what):
         p.error(f"--what takes warps, rows or warps,rows, not {args.what!r}")
+    # Read before measuring: a table that cannot be read would lose them.
+    with open(args.out if os.path.exists(args.out) else TABLE) as f:
+        text = f.read()
     dump = os.path.join(os.path.dirname(args.bench), "dump-ptx")
     _, device = bench(args.bench, "f32", 0, 1, rows=1, blocks=[32])
     found = re.search(r"sm_(\d+)", device)
@@ -250,7 +256,6 @@ def main():
             else:
                 lines += measure_rows(args, dump, arch, dtype, args.rounds)
         written[section] = lines
-    text = open(args.out).read()
     head, rest = text.split("*/", 1)
     dtypes = [DTYPE_ENUM[d] for d in args.dtype.split(",")]
     kept, earlier = [], {}  # earlier: section -> this arch's lines of the other dtypes

@@ -124,6 +124,21 @@ def test_a_run_writes_the_table():
         assert text.count("--what warps") == 1 and text.count("/* sm_90:") == 2  # and rows
 
 
+def test_a_new_out_file_starts_from_the_table():
+    """--out naming a file that does not exist yet: the repository's table
+    with this run's lines, not a traceback after the measurements."""
+    with tempfile.TemporaryDirectory() as tmp:
+        bench, _ = stand_ins(tmp)
+        out = os.path.join(tmp, "new.inc")
+        run = subprocess.run([sys.executable, TOOL, "--bench", bench, "--out", out, "--dtype",
+                              "f32", "--rounds", "1", "--reps", "1", "--what", "warps"],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr + run.stdout
+        text = open(out).read()
+        assert "TUNED(90, TJ_DTYPE_BF16, 16384, 8)" in text  # the table's own line
+        assert text.count("--what warps") == 1
+
+
 def row_lines(text):
     return {int(l.split(",")[2]): (int(l.split(",")[3]), int(l.split(",")[4].split(")")[0]))
             for l in text.splitlines() if l.startswith("TUNED_ROWS(90")}
