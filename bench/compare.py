@@ -627,7 +627,8 @@ def write_report(path, rows, meta, images, first, host, failures):
         for kind, title in (("large", "problems of at least 256 MiB in f32"),
                             ("small", "small problems"),
                             ("wide", "wide rows, x of at least 256 MiB"),
-                            ("huge", "few huge rows")):
+                            ("huge", "few huge rows"),
+                            ("odd", "odd N (rows at any phase), x of at least 256 MiB")):
             subset = [r for r in rows if r["dtype"] == dtype and r["set"] == kind]
             if subset:
                 lines += [f"## {dtype}, {title}", ""] + markdown_table(subset) + [""]

@@ -357,7 +357,7 @@ static void pack_words(CgCtx *c, const CgOperand *halves, const CgOperand *words
  * a block per vector (chunk) q, which threads without a partial vector q
  * branch over: a row of one warp (16-bit N = 577: four vectors a thread)
  * then runs two of its four vectors' elements, not all of them. Measured
- * on an H200 (bench/RESULTS.md, X22), % of copy: f16 116307 x 577 71 ->
+ * on an H200 (bench/RESULTS.md, X25), % of copy: f16 116307 x 577 71 ->
  * 79, 131201 x 1023 95 -> 98, f32 116307 x 577 97 -> 98. Not elsewhere:
  * aligned rows, which enter the block only at a row's end, lost (f16
  * 116509 x 576 95.3 -> 93.0, 65536 x 1024 97.5 -> 96.4), and blocks per
@@ -563,9 +563,9 @@ static void load_vectors(Access *a, CgOperand *dst) {
    * each element's register once, so that ptxas reads its half in place.
    * (Set by the vector load and again by the partial vector's block, every
    * half took a byte permute on the main path: two instructions in ten of
-   * a 16-bit staged row's first phase. Elsewhere the halves stay as they
-   * were: at the 32 registers of sm_80's small CTAs the extra halves
-   * spilled.) */
+   * a 16-bit staged row's first phase; bench/RESULTS.md, X23. Elsewhere
+   * the halves stay as they were: at the 32 registers of sm_80's small
+   * CTAs the extra halves spilled.) */
   bool packed = half(a) && c->streamed;
   CgOperand *halves = dst;
   if (packed && !(halves = cg_new_slots(c, chunks * n))) return;
