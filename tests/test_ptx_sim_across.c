@@ -18,7 +18,8 @@
  *
  * A user's programs in the text form, split across CTAs: a row sum, a
  * logsumexp (a max and a sum of exp) and an i32 max, over rows wider than
- * one CTA holds.
+ * one CTA holds; and staged 16-bit loads whose elements move alone (a mask
+ * that is not monotone, no mask on rows at any phase).
  */
 #include "codegen/codegen.h"
 #include "support.h"
@@ -632,6 +633,102 @@ START_TEST(one_round_grids_flip_their_regions) {
 }
 END_TEST
 
+/* 16-bit staged loads whose elements move alone, through their vectors'
+ * words (memory.c): a mask that is not monotone (arange < n and arange % 3
+ * != 0, element by element on the main path), prefetched and with a
+ * capped stash; and no mask at all on rows at any phase (lane 0's wrapping
+ * vector element by element). Rows of a stride, so that accesses move
+ * vectors; compared with the interpreter, with rows left poisoned past n. */
+static const char every_third_masked[] =
+    "kernel thirds\n%0 : ptr<DTYPE> = param y\n%1 : ptr<DTYPE> = param x\n"
+    "%2 : i64 = param stride\n%3 : i32 = param n\n%4 : i32 = program_id\n%5 : i64 = cast %4\n"
+    "%6 : i64 = mul %5, %2\n%7 : ptr<DTYPE> = ptr_add %1, %6\n%8 : ptr<DTYPE> = ptr_add %0, %6\n"
+    "%9 : tile<i32,BLOCK> = arange\n%10 : tile<pred,BLOCK> = lt %9, %3\n%11 : i32 = const 3\n"
+    "%12 : tile<i32,BLOCK> = rem %9, %11\n%13 : i32 = const 0\n"
+    "%14 : tile<pred,BLOCK> = ne %12, %13\n%15 : tile<pred,BLOCK> = and %10, %14\n"
+    "%16 : f32 = const 1.5\n%17 : tile<DTYPE,BLOCK> = load %7, %9, %15, %16\n"
+    "%18 : tile<f32,BLOCK> = cast %17\n%19 : f32 = reduce_sum %18\n"
+    "%20 : tile<f32,BLOCK> = sub %18, %19\n%21 : tile<DTYPE,BLOCK> = cast %20\n"
+    "store %8, %9, %21, %10\n";
+static const char unmasked[] =
+    "kernel whole\n%0 : ptr<DTYPE> = param y\n%1 : ptr<DTYPE> = param x\n"
+    "%2 : i64 = param stride\n%3 : i32 = param n\n%4 : i32 = program_id\n%5 : i64 = cast %4\n"
+    "%6 : i64 = mul %5, %2\n%7 : ptr<DTYPE> = ptr_add %1, %6\n%8 : ptr<DTYPE> = ptr_add %0, %6\n"
+    "%9 : tile<i32,BLOCK> = arange\n%10 : tile<DTYPE,BLOCK> = load %7, %9\n"
+    "%11 : tile<f32,BLOCK> = cast %10\n%12 : f32 = reduce_sum %11\n"
+    "%13 : tile<f32,BLOCK> = sub %11, %12\n%14 : tile<DTYPE,BLOCK> = cast %13\n"
+    "store %8, %9, %14\n";
+
+typedef struct Alone {
+  const char *text;
+  int64_t n, block, stride, at; /* at: elements from a 16-byte boundary */
+  int stage, stash, arch;
+} Alone;
+
+static const Alone alone[] = {
+    {every_third_masked, 3001, 4096, 3008, 0, 16, 0, 90},
+    {every_third_masked, 3001, 4096, 3008, 0, 16, 0, 80},
+    {every_third_masked, 20003, 32768, 20008, 0, 32, 4096, 90},
+    {every_third_masked, 3001, 4096, 3005, 1, 16, 0, 90}, /* at any phase */
+    {unmasked, 4096, 4096, 4099, 3, 16, 0, 90},
+    {unmasked, 32768, 32768, 32771, 5, 32, 8192, 80},
+};
+
+START_TEST(sixteen_bit_elements_that_move_alone) {
+  enum { ROWS = 5 };
+  const Alone *k = &alone[_i % (sizeof alone / sizeof alone[0])];
+  tj_dtype d = _i < (int)(sizeof alone / sizeof alone[0]) ? TJ_DTYPE_F16 : TJ_DTYPE_BF16;
+  bool phased = k->at != 0 || k->stride % 8 != 0;
+  tj_program *p;
+  tj_spec *s;
+  ck_assert_int_eq(tj_program_parse(k->text, strlen(k->text), &p), TJ_OK);
+  tj_spec_options o = {.n = k->block,
+                       .num_warps = 1,
+                       .dtype = d,
+                       .align = phased ? 2 : 16,
+                       .phased = phased,
+                       .stage = k->stage,
+                       .stash = k->stash};
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  size_t size = dtype_bytes(d), count = (size_t)((ROWS - 1) * k->stride + k->block);
+  char *xb = aligned_alloc(16, (count + 16) * size), *yb = aligned_alloc(16, (count + 16) * size);
+  char *wb = aligned_alloc(16, (count + 16) * size);
+  ck_assert(xb && yb && wb);
+  char *x = xb + k->at * size, *y = yb + k->at * size, *w = wb + k->at * size;
+  TjRng rng;
+  rng_seed(&rng, test_seed((uint64_t)k->n, (uint64_t)k->stride, (uint64_t)d));
+  uint32_t poison = poison_bits(d);
+  for (size_t i = 0; i < count; i++) {
+    elem_set(x, d, i, 3 * rng_normal(&rng));
+    memcpy(y + i * size, &poison, size);
+    memcpy(w + i * size, &poison, size);
+  }
+  tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = w}, count * size},
+                    {TJ_ARG_PTR, {.ptr = x}, count * size},
+                    {TJ_ARG_INT, {.i = k->stride}, 0},
+                    {TJ_ARG_INT, {.i = k->n}, 0}};
+  ck_assert_msg(tj_interpret(s, args, 4, ROWS) == TJ_OK, "%s", tj_spec_error(s));
+  args[0].u.ptr = y;
+  char why[2048];
+  ck_assert_msg(ptxsim_run_spec(s, k->arch, args, 4, ROWS, 0, NULL, why, sizeof why), "case %d: %s",
+                _i, why);
+  TjTolerance t = dtype_tolerance(d);
+  t.rtol *= 4;
+  for (size_t i = 0; i < count; i++) {
+    ck_assert_msg(is_poison(y, d, i) == is_poison(w, d, i), "case %d: element %zu written %s", _i,
+                  i, is_poison(y, d, i) ? "by the interpreter only" : "outside the mask");
+    if (!is_poison(w, d, i))
+      ck_assert_msg(close_enough(elem_get(y, d, i), elem_get(w, d, i), t),
+                    "case %d: %zu: %g, want %g", _i, i, elem_get(y, d, i), elem_get(w, d, i));
+  }
+  free(xb);
+  free(yb);
+  free(wb);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ptx_sim_across");
   TCase *t = tcase_create("across");
@@ -644,6 +741,8 @@ static Suite *suite(void) {
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
   tcase_add_test(t, one_round_grids_flip_their_regions);
   tcase_add_test(t, staged_loads_only_where_two_phases_use_them);
+  tcase_add_loop_test(t, sixteen_bit_elements_that_move_alone, 0,
+                      2 * (int)(sizeof alone / sizeof alone[0]));
   suite_add_tcase(s, t);
   return s;
 }
