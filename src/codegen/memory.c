@@ -557,15 +557,16 @@ static void load_vectors(Access *a, CgOperand *dst) {
       cg_line(&c->em, "%sld.%s.%s %s%s%s, %s;", prefix(p[q].full).s, a->space, type,
               nw > 1 ? "{" : "", list, nw > 1 ? "}" : "", address(a, q * n).s);
   }
-  /* In a piece loop (stream.c), 16-bit elements that move alone do so in
-   * halves of their own, taken from the words and put back: the words hold
-   * each element whichever way it came, and the unpack at the end sets
-   * each element's register once, so that ptxas reads its half in place.
-   * (Set by the vector load and again by the partial vector's block, every
-   * half took a byte permute on the main path: two instructions in ten of
-   * a 16-bit staged row's first phase; bench/RESULTS.md, X23. Elsewhere
-   * the halves stay as they were: at the 32 registers of sm_80's small
-   * CTAs the extra halves spilled.) */
+  /* In a streamed kernel (stream.c: its piece loops, and the loads before
+   * them), 16-bit elements that move alone do so in halves of their own,
+   * taken from the words and put back: the words hold each element
+   * whichever way it came, and the unpack at the end sets each element's
+   * register once, so that ptxas reads its half in place. (Set by the
+   * vector load and again by the partial vector's block, every half took a
+   * byte permute on the main path: two instructions in ten of a 16-bit
+   * staged row's first phase; bench/RESULTS.md, X23. Elsewhere the halves
+   * stay as they were: at the 32 registers of sm_80's small CTAs the extra
+   * halves spilled.) */
   bool packed = half(a) && c->streamed;
   CgOperand *halves = dst;
   if (packed && !(halves = cg_new_slots(c, chunks * n))) return;
