@@ -691,8 +691,9 @@ START_TEST(sixteen_bit_elements_that_move_alone) {
                        .stash = k->stash};
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
   size_t size = dtype_bytes(d), count = (size_t)((ROWS - 1) * k->stride + k->block);
-  char *xb = aligned_alloc(16, (count + 16) * size), *yb = aligned_alloc(16, (count + 16) * size);
-  char *wb = aligned_alloc(16, (count + 16) * size);
+  size_t bytes = ((count + 16) * size + 15) / 16 * 16; /* aligned_alloc: a multiple of 16 */
+  char *xb = aligned_alloc(16, bytes), *yb = aligned_alloc(16, bytes),
+       *wb = aligned_alloc(16, bytes);
   ck_assert(xb && yb && wb);
   char *x = xb + k->at * size, *y = yb + k->at * size, *w = wb + k->at * size;
   TjRng rng;
