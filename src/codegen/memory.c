@@ -567,14 +567,15 @@ static void load_vectors(Access *a, CgOperand *dst) {
    * staged row's first phase; bench/RESULTS.md, X23. Elsewhere the halves
    * stay as they were: at the 32 registers of sm_80's small CTAs the extra
    * halves spilled.) */
-  bool packed = half(a) && c->streamed;
-  CgOperand *halves = dst;
-  if (packed && !(halves = cg_new_slots(c, chunks * n))) return;
-  for (int k = 0; k < chunks * n && packed; k++) halves[k] = cg_reg(&c->em, CG_B16);
-  if (half(a) && !packed) unpack_words(c, w, dst, chunks * nw);
-  bool parts = false;
+  bool packed = half(a) && c->streamed, parts = false;
   for (int q = 0; q < chunks; q++)
     for (int v = 0; v < n; v++) parts |= p[q].has_part[v];
+  CgOperand *halves = dst; /* packed: only where some element moves alone */
+  if (packed && (parts || a->remat)) {
+    if (!(halves = cg_new_slots(c, chunks * n))) return;
+    for (int k = 0; k < chunks * n; k++) halves[k] = cg_reg(&c->em, CG_B16);
+  }
+  if (half(a) && !packed) unpack_words(c, w, dst, chunks * nw);
   if (parts && packed) unpack_words(c, w, halves, chunks * nw);
   for (int q = 0; q < chunks; q++)
     for (int v = 0; v < n; v++)
