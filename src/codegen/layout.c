@@ -198,9 +198,9 @@ static int extra_bases(const CgCtx *c) {
  * 64 of them on (f32 at 64 a thread spilled under 96 registers); per
  * phased layout 2 more, and 2 per vector a thread holds, at most 10 (f32
  * BLOCK 4096, 4 vectors, spilled 8 bytes at 40 registers on sm_80 with 6;
- * 16-bit BLOCK 8192, 2
- * vectors, needs no more than 6, where 10 cost it a third CTA an SM; f32
- * BLOCK 16384, 8 vectors, lost its second CTA an SM at 18). Softmax on
+ * 16-bit BLOCK 8192, 2 vectors, needs no more than 6, where 10 cost it a
+ * third CTA an SM; f32 BLOCK 16384, 8 vectors, lost its second CTA an SM
+ * at 18). Softmax on
  * sm_90: 16 values per thread get 34 to 42 registers (1536 to 1920 threads
  * per SM), N = 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96
  * to 127. Each f32 scalar parameter (a scale) 2 more: the masked softmax's
@@ -210,9 +210,10 @@ static int extra_bases(const CgCtx *c) {
  * the guard of each access: softmax's f32 BLOCK 1024 so spilled 92 bytes at
  * 56 registers (2026-11-26), and a quarter or half a slot more left some
  * of its kernels and log-softmax's spilling. 0 when k < 2, except for
- * kernels with more than two tile pointers, which ask for 1: left alone, ptxas of CUDA 13.0 for sm_80 gave
- * softmax backward's streamed split (f16, N = 2^20, SPLIT 108, phased) 40
- * registers and spilled 8 bytes; asked for 1 CTA, it took 56 and did not.
+ * kernels with more than two tile pointers, which ask for 1: left alone,
+ * ptxas of CUDA 13.0 for sm_80 gave softmax backward's streamed split
+ * (f16, N = 2^20, SPLIT 108, phased) 40 registers and spilled 8 bytes;
+ * asked for 1 CTA, it took 56 and did not.
  */
 /* f32 scalar parameters (a scale, say): each a register that every tile
  * operation using it keeps, besides the predicates and selects around it. */
