@@ -47,9 +47,9 @@
  * as the registers the SM's CTAs leave spare take, a register an element,
  * at most CG_HOLD_REGS and CG_HOLD_PIECES; each phase runs them unrolled,
  * before its loop or, walking backwards, after it), the next ones that fit
- * go to the stash, and later phases read the rest from memory again. Those are the pieces the first phase read last and the
- * last phase walks first (backwards), so they are the likeliest to be
- * still in L2: a row wider than the grid's shared memory is read once,
+ * go to the stash, and later phases read the rest from memory again.
+ * Those are the pieces the first phase read last and the last phase walks
+ * first (backwards), so they are the likeliest to be still in L2: a row wider than the grid's shared memory is read once,
  * less what L2 does not keep of the rest. Holding a piece of f32 rows of
  * 2^24 in registers (two CTAs an SM, 93 registers) ran them at 80-85% of
  * copy on an H100 against 77-81% (bench/RESULTS.md, X14). A CTA then holds
