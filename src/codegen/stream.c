@@ -41,23 +41,23 @@
  * again (nothing crosses threads, so no barrier is needed). Each slot holds
  * exactly what the registers held, masked-off elements' `other` included,
  * so every phase sees the values the first one did, in place included.
- * A stash is laid out [piece][unit][thread] in units of up to 16 bytes
- * (U), so a warp's accesses are contiguous. STASH (tj_spec_options.stash)
- * caps its bytes: the first pieces then stay in registers (held: as many
- * as the registers the SM's CTAs leave spare take, a register an element,
- * at most CG_HOLD_REGS and CG_HOLD_PIECES; each phase runs them unrolled,
- * before its loop or, walking backwards, after it), the next ones that fit
- * go to the stash, and later phases read the rest from memory again.
- * Those are the pieces the first phase read last and the last phase walks
- * first (backwards), so they are the likeliest to be still in L2: a row wider than the grid's shared memory is read once,
- * less what L2 does not keep of the rest. Holding a piece of f32 rows of
- * 2^24 in registers (two CTAs an SM, 93 registers) ran them at 80-85% of
- * copy on an H100 against 77-81% (bench/RESULTS.md, X14). A CTA then holds
- * its share of the row on chip with few registers, and several CTAs share
- * an SM: one loads while another computes
- * (bench/experiments/softmax_staged_rows.cu). On sm_80 and later the first
- * phase copies its pieces straight into the stash with cp.async, a piece
- * ahead of the one it computes on (the prefetch, below).
+ * A stash is laid out [piece][unit][thread] in units of up to 16 bytes (U),
+ * so a warp's accesses are contiguous. STASH (tj_spec_options.stash) caps
+ * its bytes: the first pieces then stay in registers (held: as many as the
+ * registers the SM's CTAs leave spare take, a register an element, at most
+ * CG_HOLD_REGS and CG_HOLD_PIECES; each phase runs them unrolled, before
+ * its loop or, walking backwards, after it), the next ones that fit go to
+ * the stash, and later phases read the rest from memory again. Those are
+ * the pieces the first phase read last and the last phase walks first
+ * (backwards), so they are the likeliest to be still in L2: a row wider
+ * than the grid's shared memory is read once, less what L2 does not keep of
+ * the rest. Holding a piece of f32 rows of 2^24 in registers (two CTAs an
+ * SM, 93 registers) ran them at 80-85% of copy on an H100 against 77-81%
+ * (bench/RESULTS.md, X14). A CTA then holds its share of the row on chip
+ * with few registers, and several CTAs share an SM: one loads while another
+ * computes (bench/experiments/softmax_staged_rows.cu). On sm_80 and later
+ * the first phase copies its pieces straight into the stash with cp.async,
+ * a piece ahead of the one it computes on (the prefetch, below).
  */
 #include "codegen/codegen.h"
 
