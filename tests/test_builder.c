@@ -425,7 +425,8 @@ START_TEST(specialize_argument_errors) {
   for (int i = 0; i < 10; i++) cases[i].o = options(100);
   cases[0].o.dtype = (tj_dtype)9, cases[0].frag = "unknown dtype";
   cases[1].o.n = -1, cases[1].frag = "negative n";
-  cases[2].o.block = 100, cases[2].frag = "neither a power of two nor a multiple of the 128";
+  cases[2].o.block = 100, cases[2].o.cluster = 2,
+  cases[2].frag = "neither a power of two nor a multiple of the 256";
   cases[3].o.num_warps = 3, cases[3].frag = "num_warps 3";
   cases[4].o.align = 3, cases[4].frag = "align 3";
   tj_binding unknown = {"NOPE", 1}, builtin = {"BLOCK", 64};
@@ -440,7 +441,16 @@ START_TEST(specialize_argument_errors) {
     ck_assert_msg(strstr(tj_program_error(f.p), cases[i].frag), "case %d: %s", i, tj_program_error(f.p));
   }
   ck_assert_int_eq(tj_specialize(f.p, NULL, &s), TJ_ERR_INVALID_ARGUMENT);
-  /* A BLOCK that is no power of two but a multiple of the instance's threads. */
+  /* A BLOCK that is no power of two: any in one CTA (a lane group's exact
+   * repeats), over CTAs a multiple of the instance's threads. */
+  tj_spec_options lanes = options(80);
+  lanes.block = 96;
+  ck_assert_msg(tj_specialize(f.p, &lanes, &s) == TJ_OK, "%s", tj_program_error(f.p));
+  ck_assert_ptr_nonnull(strstr(tj_spec_key(s), "|BLOCK=96|"));
+  tj_spec_destroy(s);
+  lanes.stage = 16; /* staged: a multiple of its 128 threads */
+  ck_assert_int_eq(tj_specialize(f.p, &lanes, &s), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_ptr_null(s);
   tj_spec_options exact = options(5000);
   exact.block = 6144, exact.num_warps = 16, exact.cluster = 3;
   ck_assert_msg(tj_specialize(f.p, &exact, &s) == TJ_OK, "%s", tj_program_error(f.p));

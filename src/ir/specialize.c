@@ -55,14 +55,17 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: cluster %d is not 0 to 16", o->cluster);
   if (o->split < 0 || o->split > 1024)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: split %d is not 0 to 1024", o->split);
-  /* A BLOCK that is no power of two gives every thread of the instance the
-   * same share (the softmax plan's exact tiles for rows over CTAs). */
+  /* A BLOCK that is no power of two: any for an instance inside one CTA
+   * (its lanes' last repeat is partial), else a multiple of the threads of
+   * an instance, so that every thread gets the same share (the softmax
+   * plan's exact tiles, rt_softmax_fit_block). */
   int64_t threads = 32LL * warps_for(o, o->block) * (o->cluster > 0 ? o->cluster : 1) *
                     (o->split > 0 ? o->split : 1);
-  if (o->block && !is_pow2(o->block) && o->block % threads != 0)
+  bool one_cta = o->cluster <= 1 && o->split <= 1 && o->stage == 0;
+  if (o->block && !is_pow2(o->block) && !one_cta && o->block % threads != 0)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT,
                    "specialize: BLOCK %lld is neither a power of two nor a multiple of the %lld "
-                   "threads of an instance (32 x NUM_WARPS x CLUSTER x SPLIT)",
+                   "threads of an instance over CTAs or staged (32 x NUM_WARPS x CLUSTER x SPLIT)",
                    (long long)o->block, (long long)threads);
   if (o->stage < 0 || o->stage > 128)
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: stage %d is not 0 to 128", o->stage);
