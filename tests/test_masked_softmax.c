@@ -368,6 +368,7 @@ static void run_sim(const SimCase *k) {
                    TJ_OK);
   if (k->cluster) o.cluster = k->cluster;
   if (k->split) o.split = k->split;
+  if (k->cluster || k->split) o.block = tj_next_pow2(k->n); /* the plan fit its own CTAs */
   if (k->cluster || k->split) {
     int64_t span = 32LL * o.num_warps * o.cluster * o.split * (16 / (int)dtype_bytes(k->dtype));
     if (o.block < span) o.block = span; /* every thread a whole vector, as the plan makes it */

@@ -29,6 +29,7 @@
 #include "codegen/codegen.h"
 #include "support_ptx.h"
 
+#include "runtime/runtime.h"
 #include "support.h"
 
 #include <check.h>
@@ -170,19 +171,27 @@ END_TEST
  * block for dtype d and arch (its warps in *warps); NULL fails the test. */
 typedef char *(*DefaultPtx)(tj_dtype d, int64_t block, int arch, int *warps);
 
-/* Every default single-tile BLOCK up to 32768, every dtype and arch, made
- * by make, assembles; a spill fails when spills_fail, else it is printed. */
+/* Widths whose BLOCK the plan fits to whole repeats of the threads, no
+ * power of two (rt_softmax_fit_block): lanes of 2 to 4 vectors inside a
+ * warp, CTAs of fewer warps (f16 12352), staged rows (24576). */
+static const int64_t fitted_widths[] = {48, 80, 160, 200, 577, 3000, 6144, 12288, 12345, 12352, 24576};
+
+/* Every default single-tile N that is a power of two up to 32768, and the
+ * fitted widths, every dtype and arch, made by make (its `block` argument
+ * is N), assembles; a spill fails when spills_fail, else it is printed. */
 static void sweep_defaults(const char *what, DefaultPtx make, bool spills_fail) {
-  enum { TOTAL = (MAX_LOG_BLOCK + 1) * TJ_DTYPE_COUNT * 3 };
+  enum { WIDTHS = MAX_LOG_BLOCK + 1 + TJ_COUNTOF(fitted_widths) };
+  enum { TOTAL = WIDTHS * TJ_DTYPE_COUNT * 3 };
   Case cases[TOTAL];
   int n = 0, worst = 0, spilled = 0;
   PtxBatch *batches[3];
   for (int a = 0; a < 3; a++) batches[a] = ptx_batch_new(ptxas, archs[a], 24);
   for (int d = 0; d < TJ_DTYPE_COUNT; d++)
-    for (int lb = 0; lb <= MAX_LOG_BLOCK; lb++)
+    for (int w = 0; w < WIDTHS; w++)
       for (int a = 0; a < 3; a++) {
         Case *c = &cases[n++];
-        *c = (Case){TJ_SOFTMAX_SINGLE, (tj_dtype)d, (int64_t)1 << lb, 0, archs[a], -1};
+        int64_t width = w <= MAX_LOG_BLOCK ? (int64_t)1 << w : fitted_widths[w - MAX_LOG_BLOCK - 1];
+        *c = (Case){TJ_SOFTMAX_SINGLE, (tj_dtype)d, width, 0, archs[a], -1};
         char *ptx = make(c->dtype, c->block, c->arch, &c->warps);
         c->index = ptx_batch_add(batches[a], ptx);
         tj_free(ptx);
@@ -211,12 +220,12 @@ static void sweep_defaults(const char *what, DefaultPtx make, bool spills_fail) 
   for (int a = 0; a < 3; a++) ptx_batch_free(batches[a]);
 }
 
-/* Phased, with tj_softmax's CTAs of at most 512 threads for phased kernels. */
+/* Phased, with tj_softmax's CTAs of at most 512 threads for phased kernels
+ * (unstaged: the plan's warps as the caller's), BLOCK as it fits them. */
 static char *phased_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
   int w = plan_warps(arch, d, block);
   *warps = w < 16 ? w : 16;
-  SoftmaxConfig cfg = {TJ_SOFTMAX_SINGLE, d, block, block, *warps, (int)dtype_bytes(d), arch,
-                       0, 1};
+  SoftmaxConfig cfg = {TJ_SOFTMAX_SINGLE, d, block, 0, *warps, (int)dtype_bytes(d), arch, 0, 1};
   char why[TJ_ERROR_MAX + 64] = "";
   char *ptx = softmax_ptx(&cfg, NULL, NULL, why, sizeof why);
   ck_assert_msg(ptx != NULL, "phased %s BLOCK=%lld: %s", ir_dtype_name(d), (long long)block, why);
@@ -233,8 +242,14 @@ static char *row_op_ptx(tj_row_op op, tj_dtype d, int64_t block, int arch, int *
   tj_program *p;
   tj_spec *s;
   tj_spec_options o;
+  tj_device_info device;
+  tj_softmax_plan plan;
   ck_assert_int_eq(tj_row_program(op, TJ_SOFTMAX_SINGLE, block, &p), TJ_OK);
-  ck_assert_int_eq(row_spec_options(op, TJ_SOFTMAX_SINGLE, d, 65536, block, arch, 0, &o), TJ_OK);
+  ck_assert_int_eq(tj_device_nominal(arch, &device), TJ_OK);
+  ck_assert_int_eq(tj_row_plan_for(&device, op, d, 65536, block, NULL, &plan), TJ_OK);
+  int align = row_align ? row_align : (int)dtype_bytes(d); /* as tj_softmax plans such rows */
+  rt_softmax_rows_plan(&plan, op, d, block, align, false, false);
+  ck_assert_int_eq(tj_softmax_spec_options(&plan, d, block, &o), TJ_OK);
   o.align = row_align;
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
   *warps = o.num_warps;

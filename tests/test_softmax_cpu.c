@@ -471,9 +471,43 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, NULL), 32768, 1, 1);
   /* ... and 16-bit rows over 32 KiB (N > 16384); f32 rows of 32-64 KiB
    * are not (they ran as fast in registers). */
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4096, 20000, NULL), 32768, 1, 1);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_F16, 4096, 20000, NULL), 20480, 1, 1, 40);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 4096, 16384, NULL), S, 16384, 8, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 12000, NULL), S, 16384, 16, 1, 1);
+  /* BLOCK fits the threads' whole repeats, not the next power of two: a
+   * row inside a warp in lanes of 2 to 4 vectors (f16 80: 4 lanes of 3,
+   * 200: 16 of 2; phased rows in lanes of 1 up, the 577 row 32 of 3); a
+   * CTA's 16-bit row in half the warps where they pad less, at most 8
+   * vectors a thread (f16 12352: 8 warps of 7, not 16 of 4), an f32 one
+   * as before (next_pow2 and the table's warps); a staged row. */
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 80, NULL), S, 96, 4, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 200, NULL), S, 256, 4, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 48, NULL), S, 48, 4, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 577, NULL), S, 768, 4, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 3000, NULL), S, 3072, 4, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 12352, NULL), S, 14336, 8, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 12345, NULL), S, 16384, 16, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 3000, NULL), S, 4096, 8, 1, 1);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4096, 24576, NULL), 24576, 1, 1);
+  /* Rows at one phase (phased) and rows in narrower vectors. */
+  tj_softmax_plan rows = plan_of(90, TJ_DTYPE_F16, 4096, 1000, NULL);
+  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 1000, 2, true, false));
+  ASSERT_PLAN(rows, S, 1024, 4, 1, 1); /* 32 lanes of 4 */
+  rows = plan_of(90, TJ_DTYPE_F16, 4096, 577, NULL);
+  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 577, 2, true, false));
+  ASSERT_PLAN(rows, S, 768, 4, 1, 1); /* 32 lanes of 3 */
+  rows = plan_of(90, TJ_DTYPE_F16, 4096, 80, NULL);
+  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 80, 2, true, false));
+  ASSERT_PLAN(rows, S, 96, 4, 1, 1); /* 4 lanes of 3, as aligned */
+  rows = plan_of(90, TJ_DTYPE_F16, 4096, 80, NULL);
+  ck_assert(!rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 80, 2, false, false));
+  ASSERT_PLAN(rows, S, 128, 4, 1, 1); /* element by element: next_pow2 */
+  rows = plan_of(90, TJ_DTYPE_F32, 4096, 32768, NULL);
+  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F32, 32768, 4, true, false));
+  ck_assert_int_eq(rows.num_warps, 8); /* staged: phased as it is */
+  rows = plan_of(90, TJ_DTYPE_F32, 4096, 200, NULL);
+  ck_assert(!rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F32, 200, 16, true, false));
+  ASSERT_PLAN(rows, S, 256, 4, 1, 1); /* aligned: as planned (32 lanes of 2) */
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), 32768, 2, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), 43008, 3, 1);
@@ -552,10 +586,10 @@ START_TEST(plan_for_every_kind_of_shape) {
   tj_softmax_plan shrunk = plan_of(90, TJ_DTYPE_F32, 9, 40000, &none);
   ASSERT_PLAN(shrunk, S, 59392, 16, 1, 29);
   shrunk.split = 14;
-  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000);
+  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000, 1, false);
   ASSERT_PLAN(shrunk, S, 57344, 16, 1, 14);
   shrunk.split = 1;
-  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000);
+  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000, 1, false);
   ASSERT_PLAN(shrunk, S, 40960, 16, 1, 1);
   /* A NULL device plans for the nominal sm_90. */
   tj_softmax_plan p;

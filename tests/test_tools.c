@@ -516,7 +516,7 @@ START_TEST(numbers_are_decimal) {
   const char *const ten[] = {"dump-ptx", "softmax", "-n", "010", "--emit", "ir", NULL};
   run_tool(&r, ten);
   ck_assert_msg(r.status == 0, "%s", r.err);
-  assert_contains(r.out, "const BLOCK = 16\n"); /* n = 10, not octal 8 */
+  assert_contains(r.out, "const BLOCK = 12\n"); /* n = 10 (3 vectors), not octal 8 (BLOCK 8) */
   const char *const not_decimal[] = {"0x10", " 8", "+8", "8 ", "1e3", ""};
   for (size_t i = 0; i < TJ_COUNTOF(not_decimal); i++) {
     const char *const argv[] = {"dump-ptx", "softmax", "-n", not_decimal[i], NULL};

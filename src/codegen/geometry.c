@@ -38,32 +38,58 @@ static int64_t pow2_ceil(int64_t v) {
 }
 
 /*
+ * Lanes of a row of `vectors` vectors inside a warp, each lane taking R of
+ * them, min_reps <= R <= 2 * min_reps: the power of two G <= 32 whose G x R
+ * slots waste least, the most lanes (the fewest repeats) among equals; 32
+ * for rows over 32 lanes' most repeats, 1 for rows of at most min_reps.
+ * A row of G x R vectors so gets G lanes again: the runtime pads a row to
+ * exactly this (rt_softmax_fit_block), not to the next power of two.
+ */
+static int warp_lanes(int64_t vectors, int min_reps) {
+  if (vectors <= min_reps) return 1;
+  if (vectors > 64LL * min_reps) return 32;
+  int best = 32;
+  int64_t best_slots = INT64_MAX;
+  for (int g = 32; g >= 1; g /= 2) {
+    int64_t r = (vectors + g - 1) / g;
+    if (r >= min_reps && r <= 2 * min_reps && g * r < best_slots) {
+      best = g;
+      best_slots = g * r;
+    }
+  }
+  return best;
+}
+
+/*
  * Threads of a CTA per instance, for a CTA of `threads` threads whose
  * longest tile has `vectors` vectors, `held` elements of such tiles loaded
  * at once (softmax holds x; its backward y and dy, twice as many):
  *   - instances holding up to CG_WARP_ROW_MAX elements stay inside one
- *     warp: G is the row's vectors rounded up to a power of two over
- *     `lane_vectors` (at least 1 lane, at most 32), so no shared memory or
- *     barrier is ever needed;
- *   - larger ones spread over min(T, vectors) threads, whole warps;
+ *     warp, on warp_lanes' lanes of `min_reps` to twice as many vectors,
+ *     so no shared memory or barrier is ever needed;
+ *   - larger ones spread over min(T, vectors) threads, whole warps (the
+ *     vectors rounded up to a power of two);
  *   - when instances may not share a CTA (a loop holding a reduction has
  *     bounds that differ between instances, so shfl.sync and bar.sync would
  *     be reached unequally), G = T.
- * lane_vectors, the least vectors a lane takes inside a warp: 1, or for
- * rows in vectors narrower than 16 bytes (off their alignment: element by
- * element, or 4 or 8 bytes at a time) CG_LANE_SCALARS elements' worth, so
- * that a lane has several loads in flight (a row of BLOCK 128 over 16
- * lanes, two rows a warp). Measured on an H100 (bench/RESULTS.md,
- * 2026-11-27), % of copy, 32 lanes against this: f32 N = 33 59.3 / 100.6,
- * N = 77 94.4 / 100.0; bf16 N = 33 31.2 / 79.1, N = 77 64.4 / 88.7, N = 127
- * 90.4 / 94.7.
+ * min_reps, the least vectors a lane takes inside a warp: CG_LANE_REPS of
+ * 16 bytes, or for rows in vectors narrower than 16 bytes (off their
+ * alignment: element by element, or 4 or 8 bytes at a time)
+ * CG_LANE_SCALARS elements' worth, so that a lane has several loads in
+ * flight and its share of the row's work (its address, two butterflies,
+ * the reciprocal) spreads over more elements. Measured on an H100
+ * (bench/RESULTS.md, 2026-11-27), % of copy, 32 lanes against 8 elements a
+ * lane: f32 N = 33 59.3 / 100.6, N = 77 94.4 / 100.0; bf16 N = 33 31.2 /
+ * 79.1, N = 77 64.4 / 88.7, N = 127 90.4 / 94.7. And on an H200 (Y2), one
+ * vector a lane (lanes of the next power of two) against CG_LANE_REPS at
+ * the fitted BLOCK: f16 N = 48 88.4 / 100.4, 64 97.7 / 99.8, 80 75.9 /
+ * 101.9, 160 74.9 / 101.3, 200 87.3 / 98.1, 256 96.1 / 99.5, f32 80
+ * 87.2 / 100.6; but four vectors a lane where two do as well lost (f16 64
+ * 90.7, 128 95.8).
  */
-int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int lane_vectors) {
+int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int min_reps) {
+  if (packable && held <= CG_WARP_ROW_MAX) return warp_lanes(vectors, min_reps);
   vectors = pow2_ceil(vectors);
-  if (packable && held <= CG_WARP_ROW_MAX) {
-    int64_t lanes = vectors / lane_vectors;
-    return (int)(lanes < 1 ? 1 : lanes < 32 ? lanes : 32);
-  }
   if (packable && vectors < threads) return (int)(vectors < 32 ? 32 : vectors);
   return threads;
 }
@@ -97,7 +123,7 @@ static tj_status check_levels(CgCtx *c) {
   return TJ_OK;
 }
 
-tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, bool narrow, int loaded) {
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int min_reps, int loaded) {
   CgGeometry *g = &c->geo;
   g->warps = c->spec->num_warps;
   g->threads = 32 * g->warps;
@@ -106,9 +132,8 @@ tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, bool narrow, int 
   tj_status st = check_levels(c);
   if (st != TJ_OK) return st;
   bool one_cta = g->cluster == 1 && g->split == 1;
-  int lane_vectors = narrow && vec < CG_LANE_SCALARS ? CG_LANE_SCALARS / vec : 1;
   g->group = one_cta ? cg_group_size(g->threads, longest * loaded, (longest + vec - 1) / vec,
-                                     c->facts.packable, lane_vectors)
+                                     c->facts.packable, min_reps)
                      : g->threads;
   g->programs = g->threads / g->group;
   g->span = (int64_t)g->group * g->cluster * g->split;

@@ -103,18 +103,23 @@ static void choose_vec(CgCtx *c, int layout) {
   c->layouts[layout].vec = contiguous ? vec : 1;
 }
 
-/* The longest tile, its VEC, and whether its vectors are narrower than 16
- * bytes (rows off their alignment, unphased, or element by element): they
- * decide how many threads an instance takes. */
-static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, bool *narrow) {
+/* The longest tile, its VEC, and the least vectors a lane of a row inside
+ * a warp takes (cg_group_size): CG_LANE_SCALARS elements' worth where its
+ * vectors are narrower than 16 bytes (rows off their alignment, unphased,
+ * or element by element), else CG_LANE_REPS. */
+static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, int *min_reps) {
   *longest = 1;
   *vec = 1;
-  *narrow = true;
+  *min_reps = CG_LANE_SCALARS;
   for (int i = 0; i < c->nlayouts; i++)
     if (c->layouts[i].len > *longest) {
-      *longest = c->layouts[i].len;
-      *vec = c->layouts[i].vec;
-      *narrow = *vec == 1 || (c->spec->align < 16 && !c->layouts[i].phased);
+      const CgLayout *l = &c->layouts[i];
+      *longest = l->len;
+      *vec = l->vec;
+      bool narrow = l->vec == 1 || (c->spec->align < 16 && !l->phased);
+      *min_reps = !narrow                    ? CG_LANE_REPS
+                  : l->vec < CG_LANE_SCALARS ? CG_LANE_SCALARS / l->vec
+                                             : 1;
     }
 }
 
@@ -154,10 +159,9 @@ tj_status cg_plan_layout(CgCtx *c) {
   cg_plan_phase(c);
   for (int i = 0; i < c->nlayouts; i++) choose_vec(c, i);
   int64_t longest;
-  int vec;
-  bool narrow;
-  longest_tile(c, &longest, &vec, &narrow);
-  st = cg_plan_geometry(c, longest, vec, narrow, cg_tiles_loaded(c->p, longest));
+  int vec, min_reps;
+  longest_tile(c, &longest, &vec, &min_reps);
+  st = cg_plan_geometry(c, longest, vec, min_reps, cg_tiles_loaded(c->p, longest));
   if (st != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
   if (st == TJ_OK) st = cg_plan_stream(c);
@@ -200,7 +204,9 @@ static int extra_bases(const CgCtx *c) {
  * BLOCK 4096, 4 vectors, spilled 8 bytes at 40 registers on sm_80 with 6;
  * 16-bit BLOCK 8192, 2 vectors, needs no more than 6, where 10 cost it a
  * third CTA an SM; f32 BLOCK 16384, 8 vectors, lost its second CTA an SM
- * at 18). Softmax on
+ * at 18), except in 16-bit vectors (f16 and bf16 N = 12345 in 8 warps,
+ * 7 vectors a thread, spilled 16 bytes on sm_90 and 196 on sm_75 at 3
+ * CTAs an SM, 80 registers, with 10). Softmax on
  * sm_90: 16 values per thread get 34 to 42 registers (1536 to 1920 threads
  * per SM), N = 1024 gets 56 (9 CTAs), N = 16384 64 (2 CTAs), 64 values 96
  * to 127. Each f32 scalar parameter (a scale) 2 more: the masked softmax's
@@ -242,8 +248,9 @@ int cg_register_need(const CgCtx *c) {
     if (c->layouts[i].vec == 1 && c->layouts[i].slots > 8) /* a guard each */
       need += c->layouts[i].slots;
     int tests = 2 + 2 * c->layouts[i].slots / c->layouts[i].vec;
+    bool halves = c->layouts[i].vec == 8; /* 16-bit vectors: uncapped (see above) */
     if (c->layouts[i].phased) /* its rotated base; wrap and alignment tests per vector */
-      need += tests < 10 ? tests : 10;
+      need += tests < 10 || halves ? tests : 10;
   }
   return need;
 }

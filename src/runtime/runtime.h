@@ -537,10 +537,18 @@ void rt_workspace_free_all(tj_context *ctx);
 
 /* ------------------------------------------------------ softmax_plan.c */
 
-/* BLOCK for the plan's template, warps, cluster and split: next_pow2(n),
- * or for a row over several CTAs the whole vectors of every thread when
- * that is less (after the runtime shrinks a plan, too). */
-void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n);
+/* BLOCK for the plan's template, warps, cluster and split, for an op of
+ * `tiles` row tiles in 16-byte vectors (aligned or phased) or narrower
+ * ones: the whole repeats of every thread of an instance, or next_pow2(n)
+ * when that is less. */
+void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int tiles,
+                          bool narrow);
+/* Row tiles an op keeps in registers across its reduction (softmax 1). */
+int rt_row_tiles(tj_row_op op);
+/* The plan (warps, BLOCK) for rows whose pointers and strides are aligned
+ * to `align` bytes, all at one phase or not; whether its kernel is phased. */
+bool rt_softmax_rows_plan(tj_softmax_plan *plan, tj_row_op op, tj_dtype dtype, int64_t n,
+                          int align, bool one_phase, bool warps_chosen);
 
 /* A measured shape for staged rows (softmax_tuning.inc's TUNED_ROWS): CTAs
  * a row of BLOCK takes, in a cluster or over the grid. */

@@ -252,12 +252,7 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
                    st == TJ_ERR_UNSUPPORTED ? ": a single tile holds at most 2^30 elements (the "
                                               "online template, or AUTO, takes any n)"
                                             : "");
-  /* Phased where the code generator phases: one tile, no grid split unless
-   * staged. A phased kernel needs a few registers more than the 64 a thread
-   * of a 1024-thread CTA has (ptxas spilled 12 bytes for f32 N = 32768 on
-   * sm_75 and sm_80): it runs 512-thread CTAs, twice the values a thread. */
-  bool phased = any_phase && plan.which == TJ_SOFTMAX_SINGLE && (plan.split == 1 || plan.stage);
-  if (phased && plan.num_warps == 32 && !o->num_warps) plan.num_warps = 16;
+  bool phased = rt_softmax_rows_plan(&plan, op, dtype, n, align, any_phase, o->num_warps != 0);
   tj_function *f;
   if ((st = row_function(ctx, op, plan.which, dtype, o->backend, &f)) != TJ_OK) return st;
   RtVariantKey key = variant_of(&plan, align, phased);

@@ -224,7 +224,7 @@ static int64_t staged_resident(const tj_device_info *d, int64_t bytes) {
  * then whole pieces of STAGE_VALUES (an upper bound of stream.c's). */
 static int64_t thread_share(int64_t n, int elem, int64_t ctas) {
   int64_t threads = ctas * STAGE_THREADS, vec = 16 / elem, block = tj_next_pow2(n);
-  if (block > ROW_PER_CTA && ceil_div(n, threads * vec) * threads * vec < block)
+  if (ceil_div(n, threads * vec) * threads * vec < block)
     block = ceil_div(n, threads * vec) * threads * vec;
   return ceil_div(block, threads * vec) * vec;
 }
@@ -418,7 +418,7 @@ static int warps_for(const tj_device_info *device, tj_dtype dtype, int64_t block
  * log-softmax keep x, backward y and dy. The plan sizes CTAs and clusters
  * for n times this many elements, so that a thread holds as many values as
  * a softmax thread does. */
-static int row_tiles(tj_row_op op) { return op == TJ_ROW_SOFTMAX_BACKWARD ? 2 : 1; }
+int rt_row_tiles(tj_row_op op) { return op == TJ_ROW_SOFTMAX_BACKWARD ? 2 : 1; }
 
 /* Warps of the CTAs over which a row of several tiles (held elements in
  * all) spreads, 0 for plan_wide's own. Measured on an H200 for softmax
@@ -435,6 +435,69 @@ static int several_tiles_warps(const tj_device_info *d, int elem, int64_t held, 
   bool in_cluster = d->arch == 90 && d->cluster_launch &&
                     ceil_div(held, (int64_t)CLUSTER_MAX_THREADS * CLUSTER_VALUES) <= PORTABLE_CLUSTER;
   return elem == 2 || !in_cluster ? threads / 32 : 0;
+}
+
+/* The smallest BLOCK of at least n that the threads of an instance hold in
+ * whole repeats of 16-byte vectors (the lanes codegen gives a row inside a
+ * warp, cg_group_size; a CTA's threads, or a cluster's or a split's), or
+ * next_pow2(n) when that is less: every thread computes on its padding,
+ * loaded or not. Not for f32 rows of up to ROW_PER_CTA over a CTA's
+ * unstaged threads, where the padding cost nothing measurable and the
+ * fitted repeats could spill (measured on an H200, bench/RESULTS.md Y3, %
+ * of copy, next_pow2 against fitted: f32 12352 100.0, 99.8 / 99.1, 99.6,
+ * 3000 99.3, 99.4 / 99.2, 99.3, against f16 12288 78.3, 78.8 / 98.1,
+ * 98.8; and log-softmax's f32 12288 in 6 repeats spilled 20 bytes on
+ * sm_80). */
+static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, int tiles,
+                            bool narrow) {
+  int64_t block = tj_next_pow2(n), vec = 16 / elem, vectors = ceil_div(n, vec);
+  int64_t threads = 32LL * plan->num_warps * plan->cluster * plan->split, group = threads;
+  bool one_cta = plan->cluster * plan->split == 1 && !plan->stage;
+  if (one_cta && block <= ROW_PER_CTA && narrow) return block;
+  if (one_cta) /* lanes as layout.c gives them */
+    group = cg_group_size((int)threads, block * tiles, vectors, true, CG_LANE_REPS);
+  if (one_cta && group == threads && elem == 4 && block <= ROW_PER_CTA) return block;
+  int64_t fit = ceil_div(vectors, group) * group * vec;
+  return fit < block ? fit : block;
+}
+
+void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int tiles,
+                          bool narrow) {
+  if (plan->which != TJ_SOFTMAX_SINGLE) return;
+  plan->block = fitted_block(plan, ir_dtype_size(dtype), n, tiles, narrow);
+}
+
+/* Rows at one phase are phased where the code generator phases: one
+ * tile, no grid split unless staged. A phased kernel needs a few registers
+ * more than the 64 a thread of a 1024-thread CTA has (ptxas spilled 12
+ * bytes for f32 N = 32768 on sm_75 and sm_80): it runs 512-thread CTAs,
+ * twice the values a thread. Other rows off 16 bytes move in narrower
+ * vectors, in lanes of 8 elements up, and keep next_pow2 in one CTA
+ * (fitted as for 16-byte vectors, f16 and f32 N = 77 lost 21 and 11
+ * points on an H200, bench/RESULTS.md Y4). */
+bool rt_softmax_rows_plan(tj_softmax_plan *plan, tj_row_op op, tj_dtype dtype, int64_t n,
+                          int align, bool one_phase, bool warps_chosen) {
+  if (align >= 16) return false;
+  bool phased = one_phase && plan->which == TJ_SOFTMAX_SINGLE && (plan->split == 1 || plan->stage);
+  if (phased && plan->num_warps == 32 && !warps_chosen) plan->num_warps = 16;
+  rt_softmax_fit_block(plan, dtype, n, rt_row_tiles(op), !phased);
+  return phased;
+}
+
+/* Half the warps for a row one CTA holds, where they pad it less and a
+ * thread then holds at most HALF_REPS vectors of each tile. Measured on an
+ * H200 (bench/RESULTS.md, Y2 and Y3), % of copy: f16 10866 x 12352 in 16
+ * warps (BLOCK 16384) 80.3, 80.0, in 8 (BLOCK 14336) 100.5, 100.0; but
+ * f32 12345 in 8 warps, 13 vectors a thread, 98.8, 98.7 / 64.6, 64.7. */
+#define HALF_REPS 8
+static void fewer_warps(tj_softmax_plan *plan, int elem, int64_t n, int tiles) {
+  tj_softmax_plan half = *plan;
+  half.num_warps /= 2;
+  if (!half.num_warps || tj_next_pow2(n) * tiles <= CG_WARP_ROW_MAX) return;
+  int64_t reps = ceil_div(ceil_div(n, 16 / elem), 32LL * half.num_warps);
+  if (reps <= HALF_REPS &&
+      fitted_block(&half, elem, n, tiles, false) < fitted_block(plan, elem, n, tiles, false))
+    plan->num_warps = half.num_warps;
 }
 
 tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
@@ -458,7 +521,7 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
     plan->block = TJ_SOFTMAX_CHUNK;
   if (plan->block > IR_MAX_TILE) return TJ_ERR_UNSUPPORTED;
   plan->cluster = plan->split = 1;
-  int tiles = row_tiles(op);
+  int tiles = rt_row_tiles(op);
   bool wide = plan->which == TJ_SOFTMAX_SINGLE && plan->block * tiles > ROW_PER_CTA;
   plan->num_warps = o->num_warps ? o->num_warps
                     : wide       ? WIDE_THREADS / 32
@@ -482,24 +545,15 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   if (o->stage > 0) plan->stage = o->stage;
   if (o->stash) plan->stash = o->stash;
   if (!plan->stage) plan->stash = 0;
-  rt_softmax_fit_block(plan, dtype, n);
+  if (!chosen && !plan->stage && plan->cluster * plan->split == 1 && plan->which == TJ_SOFTMAX_SINGLE)
+    fewer_warps(plan, elem, n, tiles);
+  rt_softmax_fit_block(plan, dtype, n, tiles, false);
   return TJ_OK;
 }
 
 tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
                               const tj_softmax_options *options, tj_softmax_plan *plan) {
   return tj_row_plan_for(device, TJ_ROW_SOFTMAX, dtype, m, n, options, plan);
-}
-
-void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n) {
-  if (plan->which != TJ_SOFTMAX_SINGLE) return;
-  plan->block = tj_next_pow2(n);
-  if (plan->block <= ROW_PER_CTA) return;
-  /* Whole vectors for every thread spread over the row, not the next power
-   * of two (whose padding every thread would compute on). */
-  int64_t span = 32LL * plan->num_warps * plan->cluster * plan->split * (16 / ir_dtype_size(dtype));
-  int64_t block = ceil_div(n, span) * span;
-  if (block < plan->block) plan->block = block;
 }
 
 tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
