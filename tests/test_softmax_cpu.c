@@ -476,10 +476,10 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 12000, NULL), S, 16384, 16, 1, 1);
   /* BLOCK fits the threads' whole repeats, not the next power of two: a
    * row inside a warp in lanes of 2 to 4 vectors (f16 80: 4 lanes of 3,
-   * 200: 16 of 2; phased rows in lanes of 1 up, the 577 row 32 of 3); a
-   * CTA's 16-bit row in half the warps where they pad less, at most 8
-   * vectors a thread (f16 12352: 8 warps of 7, not 16 of 4), an f32 one
-   * as before (next_pow2 and the table's warps); a staged row. */
+   * 200: 16 of 2, 577: 32 of 3); a CTA's 16-bit row in half the warps
+   * where they pad less, at most 8 vectors a thread (f16 12352: 8 warps
+   * of 7, not 16 of 4), an f32 one as before (next_pow2 and the table's
+   * warps); a staged row. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 80, NULL), S, 96, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 200, NULL), S, 256, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 48, NULL), S, 48, 4, 1, 1);
@@ -489,25 +489,30 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 12345, NULL), S, 16384, 16, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 3000, NULL), S, 4096, 8, 1, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4096, 24576, NULL), 24576, 1, 1);
-  /* Rows at one phase (phased) and rows in narrower vectors. */
-  tj_softmax_plan rows = plan_of(90, TJ_DTYPE_F16, 4096, 1000, NULL);
-  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 1000, 2, true, false));
-  ASSERT_PLAN(rows, S, 1024, 4, 1, 1); /* 32 lanes of 4 */
-  rows = plan_of(90, TJ_DTYPE_F16, 4096, 577, NULL);
-  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 577, 2, true, false));
-  ASSERT_PLAN(rows, S, 768, 4, 1, 1); /* 32 lanes of 3 */
-  rows = plan_of(90, TJ_DTYPE_F16, 4096, 80, NULL);
-  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 80, 2, true, false));
-  ASSERT_PLAN(rows, S, 96, 4, 1, 1); /* 4 lanes of 3, as aligned */
-  rows = plan_of(90, TJ_DTYPE_F16, 4096, 80, NULL);
-  ck_assert(!rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 80, 2, false, false));
-  ASSERT_PLAN(rows, S, 128, 4, 1, 1); /* element by element: next_pow2 */
-  rows = plan_of(90, TJ_DTYPE_F32, 4096, 32768, NULL);
-  ck_assert(rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F32, 32768, 4, true, false));
-  ck_assert_int_eq(rows.num_warps, 8); /* staged: phased as it is */
-  rows = plan_of(90, TJ_DTYPE_F32, 4096, 200, NULL);
-  ck_assert(!rt_softmax_rows_plan(&rows, TJ_ROW_SOFTMAX, TJ_DTYPE_F32, 200, 16, true, false));
-  ASSERT_PLAN(rows, S, 256, 4, 1, 1); /* aligned: as planned (32 lanes of 2) */
+  /* Rows off 16 bytes (rt_softmax_rows_plan): rows at one phase are
+   * phased and fitted as aligned ones are (f16 1000: 32 lanes of 4; 577:
+   * 32 of 3; 80: 4 of 3), staged ones as they are; rows in narrower
+   * vectors keep next_pow2; aligned rows (16) keep the plan. */
+  static const struct {
+    tj_dtype dtype;
+    int64_t n;
+    int align;
+    bool one_phase, phased;
+    int64_t block;
+    int warps;
+  } rows[] = {
+      {TJ_DTYPE_F16, 1000, 2, true, true, 1024, 4},  {TJ_DTYPE_F16, 577, 2, true, true, 768, 4},
+      {TJ_DTYPE_F16, 80, 2, true, true, 96, 4},      {TJ_DTYPE_F16, 80, 2, false, false, 128, 4},
+      {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4},
+  };
+  for (size_t i = 0; i < TJ_COUNTOF(rows); i++) {
+    tj_softmax_plan r = plan_of(90, rows[i].dtype, 4096, rows[i].n, NULL);
+    ck_assert_msg(rt_softmax_rows_plan(&r, TJ_ROW_SOFTMAX, rows[i].dtype, rows[i].n, rows[i].align,
+                                       rows[i].one_phase, false) == rows[i].phased,
+                  "case %zu", i);
+    ck_assert_msg(r.block == rows[i].block && r.num_warps == rows[i].warps,
+                  "case %zu: BLOCK %lld, %d warps", i, (long long)r.block, r.num_warps);
+  }
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), 32768, 2, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), 43008, 3, 1);

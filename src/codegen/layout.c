@@ -23,8 +23,9 @@
  * registers a thread needs follow the elements it holds, all computed in f32:
  *
  *   BLOCK          warps  layout (VEC 4 f32, 8 f16/bf16)       row values per thread
- *   1 .. 1024        4    lane groups of 1..32 lanes, 4+ rows   VEC .. 32
- *                         (rows in vectors under 16 bytes: 8+ a lane)
+ *   1 .. 1024        4    lane groups of 1..32 lanes, 4+ rows   2 VEC .. 32
+ *                         (rows in vectors under 16 bytes: 8+ a lane;
+ *                         softmax's BLOCK under 2 VEC: all in one lane)
  *   2048             4    one row per CTA, 128 threads           16
  *   4096             8    256 threads                            16
  *   8192            16    512 threads                            16
