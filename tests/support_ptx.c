@@ -41,7 +41,7 @@ char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kern
   if (st == TJ_OK) st = tj_device_nominal(cfg->arch ? cfg->arch : 90, &device);
   if (st == TJ_OK) st = tj_softmax_plan_for(&device, cfg->dtype, 65536, cfg->n, &so, &plan);
   if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes */
-    rt_softmax_rows_plan(&plan, TJ_ROW_SOFTMAX, cfg->dtype, cfg->n,
+    rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, cfg->dtype, cfg->n,
                          cfg->phased ? 1 : cfg->align ? cfg->align : 16, cfg->phased,
                          cfg->warps != 0);
   if (st == TJ_OK) st = tj_softmax_spec_options(&plan, cfg->dtype, cfg->n, &o);

@@ -79,6 +79,7 @@ typedef struct Case {
   int stage;     /* STAGE: streamed, x kept in shared memory and read once */
   int stash;     /* STASH: the stash's most bytes; the pieces past it are read twice */
   int again;     /* STASH: at most this % of x read twice (0: less than all of it) */
+  int64_t block; /* BLOCK, 0: next_pow2(n) (the plan fits staged rows: rt_softmax_fit_block) */
 } Case;
 
 enum { KIND_RANDOM, KIND_ALL_NEG_INF, KIND_NAN, KIND_POS_INF, KIND_MIXED, KIND_WINDOW, KINDS };
@@ -115,7 +116,8 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
                        .cluster = k->cluster,
                        .split = k->split,
                        .stage = k->stage,
-                       .stash = k->stash};
+                       .stash = k->stash,
+                       .block = k->block};
   char name[160], why[2048];
   label(k, name, sizeof name);
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, &p), TJ_OK);
@@ -205,30 +207,30 @@ static void run_softmax(const Case *k, int arch) {
 /* One warp a CTA keeps the simulation small: a thread holds up to 128
  * elements, so a span of S CTAs holds 32 * 128 * S before streaming. */
 static const Case clusters[] = {
-    {TJ_DTYPE_F32, 1000, 1, 2, 1, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F32, 4097, 1, 2, 1, 16, false, 0, 0, 0},
-    {TJ_DTYPE_BF16, 3000, 1, 3, 1, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F16, 8192, 1, 4, 1, 0, false, 0, 0, 0},
-    {TJ_DTYPE_F32, 9000, 1, 16, 1, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F32, 20000, 1, 4, 1, 16, true, 0, 0, 0},
-    {TJ_DTYPE_F32, 1, 1, 2, 1, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F16, 33, 2, 5, 1, 2, false, 0, 0, 0},
-    {TJ_DTYPE_BF16, 40000, 1, 3, 1, 16, true, 0, 0, 0},
-    {TJ_DTYPE_F32, 65536, 2, 8, 1, 16, false, 0, 0, 0},
+    {TJ_DTYPE_F32, 1000, 1, 2, 1, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 4097, 1, 2, 1, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_BF16, 3000, 1, 3, 1, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F16, 8192, 1, 4, 1, 0, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 9000, 1, 16, 1, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 20000, 1, 4, 1, 16, true, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 1, 1, 2, 1, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F16, 33, 2, 5, 1, 2, false, 0, 0, 0, 0},
+    {TJ_DTYPE_BF16, 40000, 1, 3, 1, 16, true, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 65536, 2, 8, 1, 16, false, 0, 0, 0, 0},
 };
 
 static const Case splits[] = {
-    {TJ_DTYPE_F32, 1000, 1, 1, 2, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F32, 4097, 1, 1, 3, 0, false, 0, 0, 0},
-    {TJ_DTYPE_BF16, 7000, 1, 1, 5, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F16, 16384, 1, 1, 8, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true, 0, 0, 0},
-    {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true, 0, 0, 0},
-    {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false, 0, 0, 0},
-    {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true, 0, 0, 0},
-    {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false, 0, 0, 0},
-    {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false, 0, 0, 0},
-    {TJ_DTYPE_F32, 33, 1, 1, 16, 4, false, 0, 0, 0}, /* a lone NaN: its thread's max is -inf */
+    {TJ_DTYPE_F32, 1000, 1, 1, 2, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 4097, 1, 1, 3, 0, false, 0, 0, 0, 0},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 5, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F16, 16384, 1, 1, 8, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 33000, 1, 1, 2, 16, true, 0, 0, 0, 0},
+    {TJ_DTYPE_F16, 60000, 1, 1, 3, 2, true, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 20000, 2, 2, 2, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_BF16, 70000, 1, 2, 2, 16, true, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 1, 1, 1, 2, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_BF16, 33, 2, 1, 40, 16, false, 0, 0, 0, 0},
+    {TJ_DTYPE_F32, 33, 1, 1, 16, 4, false, 0, 0, 0, 0}, /* a lone NaN: its thread's max is -inf */
 };
 
 /* STAGE: a tile streamed in small pieces keeps them in shared memory, each
@@ -237,31 +239,36 @@ static const Case splits[] = {
  * element), a stash over 48 KiB (.extern shared memory), and stashes
  * that STASH caps. */
 static const Case staged[] = {
-    {TJ_DTYPE_F32, 1000, 1, 1, 1, 16, true, 8, 0, 0},
-    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16, 0, 0},
-    {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4, 0, 0},
-    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16, 0, 0},
-    {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8, 0, 0},
-    {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32, 0, 0},
-    {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16, 0, 0},
-    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 3, 0, 0}, /* below VEC (8): pieces of one vector */
+    {TJ_DTYPE_F32, 1000, 1, 1, 1, 16, true, 8, 0, 0, 0},
+    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16, 0, 0, 0},
+    {TJ_DTYPE_F16, 777, 2, 1, 1, 2, true, 4, 0, 0, 0},
+    {TJ_DTYPE_F32, 5000, 1, 2, 1, 16, true, 16, 0, 0, 0},
+    {TJ_DTYPE_BF16, 7000, 1, 1, 3, 16, true, 8, 0, 0, 0},
+    {TJ_DTYPE_F32, 16384, 2, 1, 1, 16, true, 32, 0, 0, 0},
+    {TJ_DTYPE_F16, 20000, 1, 3, 2, 0, true, 16, 0, 0, 0},
+    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 3, 0, 0, 0}, /* below VEC (8): pieces of one vector */
     /* 16-bit rows whose last vector the mask cuts: its elements move alone
      * and into their words (memory.c), in the stash too */
-    {TJ_DTYPE_BF16, 3001, 1, 1, 1, 16, true, 16, 0, 0},
-    {TJ_DTYPE_F16, 7005, 1, 1, 3, 16, true, 8, 0, 0},
+    {TJ_DTYPE_BF16, 3001, 1, 1, 1, 16, true, 16, 0, 0, 0},
+    {TJ_DTYPE_F16, 7005, 1, 1, 3, 16, true, 8, 0, 0, 0},
+    /* one CTA's row at the BLOCK the plan fits it to, no power of two: the
+     * threads' whole vectors (bf16 3000 in 32 lanes of 12; f16 20000 in 8
+     * warps of 10, STAGE 40) */
+    {TJ_DTYPE_BF16, 3000, 1, 1, 1, 16, true, 16, 0, 0, 3072},
+    {TJ_DTYPE_F16, 20000, 8, 1, 1, 16, true, 40, 0, 0, 20480},
     /* STASH: the first pieces in registers where the CTAs an SM holds
      * leave registers spare (held), the next in shared memory, the rest
      * read again. Comments: pieces held, stashed, of those holding
      * elements (of the BLOCK's); where pieces are held, the test bounds
      * the % of x read again. */
-    {TJ_DTYPE_F32, 5000, 1, 1, 2, 16, true, 16, 4096, 45},   /* sm_80: 1, 2 of 5 (8) */
-    {TJ_DTYPE_BF16, 20000, 1, 2, 1, 16, true, 32, 4096, 0},  /* 0, 2 of 10 (16) */
-    {TJ_DTYPE_F16, 9000, 2, 1, 1, 16, true, 16, 3000, 0},    /* 0, 1 of 9 (16) */
-    {TJ_DTYPE_F32, 60000, 1, 1, 1, 16, true, 128, 70000, 0}, /* over 48 KiB: 0, 4 of 15 (16) */
+    {TJ_DTYPE_F32, 5000, 1, 1, 2, 16, true, 16, 4096, 45, 0},   /* sm_80: 1, 2 of 5 (8) */
+    {TJ_DTYPE_BF16, 20000, 1, 2, 1, 16, true, 32, 4096, 0, 0},  /* 0, 2 of 10 (16) */
+    {TJ_DTYPE_F16, 9000, 2, 1, 1, 16, true, 16, 3000, 0, 0},    /* 0, 1 of 9 (16) */
+    {TJ_DTYPE_F32, 60000, 1, 1, 1, 16, true, 128, 70000, 0, 0}, /* over 48 KiB: 0, 4 of 15 (16) */
     /* two CTAs an SM (sm_90): their spare registers hold a piece */
-    {TJ_DTYPE_F32, 80000, 8, 1, 2, 16, true, 32, 100000, 25},   /* 1, 3 of 5 (5) */
-    {TJ_DTYPE_BF16, 120000, 8, 1, 2, 16, true, 32, 100000, 10}, /* 1, 6 of 8 (8) */
-    {TJ_DTYPE_F16, 20003, 1, 2, 1, 16, true, 32, 4096, 0},      /* 0, 2 of 10 (16), cut */
+    {TJ_DTYPE_F32, 80000, 8, 1, 2, 16, true, 32, 100000, 25, 0},   /* 1, 3 of 5 (5) */
+    {TJ_DTYPE_BF16, 120000, 8, 1, 2, 16, true, 32, 100000, 10, 0}, /* 1, 6 of 8 (8) */
+    {TJ_DTYPE_F16, 20003, 1, 2, 1, 16, true, 32, 4096, 0, 0},      /* 0, 2 of 10 (16), cut */
 };
 
 START_TEST(softmax_staged) {
@@ -348,7 +355,7 @@ START_TEST(splits_share_one_workspace) {
   size_t ws_bytes = 2 * TJ_WORKSPACE_COUNTERS; /* room for all: never made again */
   void *ws = calloc(1, ws_bytes);
   for (size_t i = 0; i < sizeof splits_in_turn / sizeof splits_in_turn[0]; i++) {
-    Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false, 0, 0, 0};
+    Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false, 0, 0, 0, 0};
     run_softmax_on(&k, 90, &ws, &ws_bytes);
   }
   free(ws);

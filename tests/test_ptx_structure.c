@@ -161,6 +161,37 @@ START_TEST(small_rows_share_a_cta_in_lane_groups) {
 }
 END_TEST
 
+/* Rows inside a warp whose BLOCK the plan fits, no power of two: the
+ * lanes the runtime fitted it to (rt_softmax_fit_block) are the lanes the
+ * layout gives it (geometry.c), G lanes of R 16-byte vectors. */
+START_TEST(fitted_rows_keep_their_lanes) {
+  static const struct {
+    tj_dtype dtype;
+    int64_t n, block;
+    int lanes;
+  } rows[] = {{TJ_DTYPE_F16, 48, 48, 2},   {TJ_DTYPE_F16, 80, 96, 4},    {TJ_DTYPE_F16, 160, 192, 8},
+              {TJ_DTYPE_F16, 200, 256, 16}, {TJ_DTYPE_F16, 576, 768, 32}, {TJ_DTYPE_F32, 80, 96, 8},
+              {TJ_DTYPE_BF16, 577, 768, 32}};
+  for (size_t i = 0; i < TJ_COUNTOF(rows); i++) {
+    tj_kernel_info info;
+    char *ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, rows[i].dtype, rows[i].n, 0, 0, 16, 90, 0, 0},
+                     &info);
+    char header[64];
+    snprintf(header, sizeof header, "BLOCK=%lld ", (long long)rows[i].block);
+    ck_assert_msg(ptx_count(ptx, header) == 1, "n=%lld: no %s", (long long)rows[i].n, header);
+    ck_assert_int_eq(info.shape.programs_per_cta, info.shape.threads / rows[i].lanes);
+    int vec = 16 / (int)dtype_bytes(rows[i].dtype);
+    int64_t reps = rows[i].block / (vec * rows[i].lanes);
+    char v[32];
+    snprintf(v, sizeof v, "VEC %d x %lld", vec, (long long)reps);
+    ck_assert_msg(ptx_count(ptx, v) == 1, "n=%lld: no %s", (long long)rows[i].n, v);
+    ck_assert_msg(reps >= 2 && reps <= 4, "n=%lld: %lld vectors a lane", (long long)rows[i].n,
+                  (long long)reps);
+    tj_free(ptx);
+  }
+}
+END_TEST
+
 START_TEST(f16_moves_halves_in_words) {
   char *ptx =
       make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0, 0}, NULL);
@@ -582,6 +613,7 @@ static Suite *suite(void) {
   tcase_add_test(t, unaligned_rows_move_single_elements);
   tcase_add_test(t, shared_memory_only_across_warps);
   tcase_add_test(t, small_rows_share_a_cta_in_lane_groups);
+  tcase_add_test(t, fitted_rows_keep_their_lanes);
   tcase_add_test(t, f16_moves_halves_in_words);
   tcase_add_test(t, bf16_conversions_follow_the_arch);
   tcase_add_test(t, exp_is_subtract_multiply_ex2);

@@ -246,9 +246,11 @@ static char *row_op_ptx(tj_row_op op, tj_dtype d, int64_t block, int arch, int *
   tj_softmax_plan plan;
   ck_assert_int_eq(tj_row_program(op, TJ_SOFTMAX_SINGLE, block, &p), TJ_OK);
   ck_assert_int_eq(tj_device_nominal(arch, &device), TJ_OK);
-  ck_assert_int_eq(tj_row_plan_for(&device, op, d, 65536, block, NULL, &plan), TJ_OK);
-  int align = row_align ? row_align : (int)dtype_bytes(d); /* as tj_softmax plans such rows */
-  rt_softmax_rows_plan(&plan, op, d, block, align, false, false);
+  /* as tj_softmax plans rows at row_align: unstaged element by element */
+  int align = row_align ? row_align : (int)dtype_bytes(d);
+  tj_softmax_options options = {.stage = align < 16 ? -1 : 0};
+  ck_assert_int_eq(tj_row_plan_for(&device, op, d, 65536, block, &options, &plan), TJ_OK);
+  rt_softmax_rows_plan(&device, &plan, op, d, block, align, false, false);
   ck_assert_int_eq(tj_softmax_spec_options(&plan, d, block, &o), TJ_OK);
   o.align = row_align;
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));

@@ -491,8 +491,9 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4096, 24576, NULL), 24576, 1, 1);
   /* Rows off 16 bytes (rt_softmax_rows_plan): rows at one phase are
    * phased and fitted as aligned ones are (f16 1000: 32 lanes of 4; 577:
-   * 32 of 3; 80: 4 of 3), staged ones as they are; rows in narrower
-   * vectors keep next_pow2; aligned rows (16) keep the plan. */
+   * 32 of 3; f32 300: 32 of 3), staged ones as they are; rows in narrower
+   * vectors keep next_pow2 and the table's warps; aligned rows (16) keep
+   * the plan. */
   static const struct {
     tj_dtype dtype;
     int64_t n;
@@ -502,13 +503,18 @@ START_TEST(plan_for_every_kind_of_shape) {
     int warps;
   } rows[] = {
       {TJ_DTYPE_F16, 1000, 2, true, true, 1024, 4},  {TJ_DTYPE_F16, 577, 2, true, true, 768, 4},
-      {TJ_DTYPE_F16, 80, 2, true, true, 96, 4},      {TJ_DTYPE_F16, 80, 2, false, false, 128, 4},
+      {TJ_DTYPE_F32, 300, 4, true, true, 384, 4},     {TJ_DTYPE_F16, 80, 2, false, false, 128, 4},
       {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4},
+      /* fewer_warps' 8 warps (BLOCK 14336) for 16-bit 12352 aligned and
+       * phased; element by element, the table's 16 at next_pow2 */
+      {TJ_DTYPE_F16, 12352, 2, true, true, 14336, 8}, {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 16},
   };
+  tj_device_info device;
+  ck_assert_int_eq(tj_device_nominal(90, &device), TJ_OK);
   for (size_t i = 0; i < TJ_COUNTOF(rows); i++) {
     tj_softmax_plan r = plan_of(90, rows[i].dtype, 4096, rows[i].n, NULL);
-    ck_assert_msg(rt_softmax_rows_plan(&r, TJ_ROW_SOFTMAX, rows[i].dtype, rows[i].n, rows[i].align,
-                                       rows[i].one_phase, false) == rows[i].phased,
+    ck_assert_msg(rt_softmax_rows_plan(&device, &r, TJ_ROW_SOFTMAX, rows[i].dtype, rows[i].n,
+                                       rows[i].align, rows[i].one_phase, false) == rows[i].phased,
                   "case %zu", i);
     ck_assert_msg(r.block == rows[i].block && r.num_warps == rows[i].warps,
                   "case %zu: BLOCK %lld, %d warps", i, (long long)r.block, r.num_warps);

@@ -539,16 +539,20 @@ void rt_workspace_free_all(tj_context *ctx);
 
 /* BLOCK for the plan's template, warps, cluster and split, for an op of
  * `tiles` row tiles in 16-byte vectors (aligned or phased) or narrower
- * ones: the whole repeats of every thread of an instance, or next_pow2(n)
- * when that is less. */
+ * ones: the whole repeats of the lanes of a row inside a warp (2 to 4
+ * vectors each, codegen's cg_group_size) or of the threads of a CTA, a
+ * cluster or a split, or next_pow2(n) when that is less. Rows in narrower
+ * vectors and f32 rows of a CTA, unstaged and up to 32768, keep
+ * next_pow2(n). */
 void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int tiles,
                           bool narrow);
 /* Row tiles an op keeps in registers across its reduction (softmax 1). */
 int rt_row_tiles(tj_row_op op);
-/* The plan (warps, BLOCK) for rows whose pointers and strides are aligned
- * to `align` bytes, all at one phase or not; whether its kernel is phased. */
-bool rt_softmax_rows_plan(tj_softmax_plan *plan, tj_row_op op, tj_dtype dtype, int64_t n,
-                          int align, bool one_phase, bool warps_chosen);
+/* The plan (warps, BLOCK) on device for rows whose pointers and strides
+ * are aligned to `align` bytes, all at one phase or not; whether its
+ * kernel is phased. */
+bool rt_softmax_rows_plan(const tj_device_info *device, tj_softmax_plan *plan, tj_row_op op,
+                          tj_dtype dtype, int64_t n, int align, bool one_phase, bool warps_chosen);
 
 /* A measured shape for staged rows (softmax_tuning.inc's TUNED_ROWS): CTAs
  * a row of BLOCK takes, in a cluster or over the grid. */

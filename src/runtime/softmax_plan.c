@@ -475,12 +475,18 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
  * vectors, in lanes of 8 elements up, and keep next_pow2 in one CTA
  * (fitted as for 16-byte vectors, f16 and f32 N = 77 lost 21 and 11
  * points on an H200, bench/RESULTS.md Y4). */
-bool rt_softmax_rows_plan(tj_softmax_plan *plan, tj_row_op op, tj_dtype dtype, int64_t n,
-                          int align, bool one_phase, bool warps_chosen) {
+bool rt_softmax_rows_plan(const tj_device_info *device, tj_softmax_plan *plan, tj_row_op op,
+                          tj_dtype dtype, int64_t n, int align, bool one_phase, bool warps_chosen) {
   if (align >= 16) return false;
+  int tiles = rt_row_tiles(op);
+  int64_t held = tj_next_pow2(n) * tiles;
   bool phased = one_phase && plan->which == TJ_SOFTMAX_SINGLE && (plan->split == 1 || plan->stage);
+  bool one_cta = plan->which == TJ_SOFTMAX_SINGLE && plan->cluster * plan->split == 1 &&
+                 !plan->stage && held <= ROW_PER_CTA;
+  if (!phased && one_cta && !warps_chosen) /* the table's, not fewer_warps' */
+    plan->num_warps = warps_for(device, dtype, held);
   if (phased && plan->num_warps == 32 && !warps_chosen) plan->num_warps = 16;
-  rt_softmax_fit_block(plan, dtype, n, rt_row_tiles(op), !phased);
+  rt_softmax_fit_block(plan, dtype, n, tiles, !phased);
   return phased;
 }
 
