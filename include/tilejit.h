@@ -260,7 +260,9 @@ typedef struct tj_binding {
 
 typedef struct tj_spec_options {
   int64_t n;          /* problem width; BLOCK defaults to next_pow2(n) */
-  int64_t block;      /* BLOCK; 0 = next_pow2(n) */
+  int64_t block;      /* BLOCK; 0 = next_pow2(n); no power of two: any for an unstaged
+                         instance in one CTA, else a multiple of the instance's
+                         32 x NUM_WARPS x CLUSTER x SPLIT threads */
   int num_warps;      /* 0 = tj_default_num_warps(BLOCK, dtype) */
   tj_dtype dtype;     /* binds DTYPE */
   int align;          /* bytes every pointer and row stride is a multiple of; 0 = element size */
@@ -465,7 +467,8 @@ typedef struct tj_device_info tj_device_info;
  * a device (NULL: the nominal device of tj_device_nominal(90)), honouring
  * the options' choices (NULL: none):
  *   - rows of up to 32768 elements: one CTA (or a lane group) per row, the
- *     warps from tj_default_num_warps;
+ *     warps from tj_default_num_warps (16-bit rows of a CTA: or half of
+ *     them, where that pads the row less);
  *   - rows of 64 KiB and more (sm_80 and later): staged (STAGE), CTAs of
  *     256 threads holding at most 64 KiB of the row each in shared memory,
  *     in a cluster of up to 8 where it takes several (sm_90), else over
@@ -485,6 +488,11 @@ typedef struct tj_device_info tj_device_info;
  *     rows one after another, so that its second read comes from L2; a row
  *     the resident CTAs cannot hold streams in pieces through 1024-thread
  *     CTAs.
+ * BLOCK is the least multiple of the 16-byte vectors the instance's
+ * threads hold at least n in (a row inside a warp: the power of two of
+ * lanes, 2 to 4 vectors each, that pads it least), or next_pow2(n) where
+ * that is less; f32 rows over a CTA's threads (unstaged, up to 32768)
+ * and rows whose vectors are under 16 bytes keep next_pow2(n).
  * The runtime checks that the plan's CTAs can be resident together and
  * halves CLUSTER, then SPLIT, until they can (tj_softmax).
  */
