@@ -183,7 +183,7 @@ static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options 
   if (st == TJ_OK)
     st = tj_softmax_plan_for(&device, (tj_dtype)o->dtype, o->m ? o->m : 65536, o->n, &options,
                              &plan);
-  if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes */
+  if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes (--phased: off them whatever --align) */
     rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->n,
                          o->phased ? 1 : o->align, o->phased, o->warps != 0);
   if (st == TJ_OK && o->block) plan.block = o->block;

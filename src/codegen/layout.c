@@ -118,9 +118,8 @@ static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, int *min_re
       *longest = l->len;
       *vec = l->vec;
       bool narrow = l->vec == 1 || (c->spec->align < 16 && !l->phased);
-      *min_reps = !narrow                    ? CG_LANE_REPS
-                  : l->vec < CG_LANE_SCALARS ? CG_LANE_SCALARS / l->vec
-                                             : 1;
+      *min_reps = CG_LANE_REPS;
+      if (narrow) *min_reps = l->vec < CG_LANE_SCALARS ? CG_LANE_SCALARS / l->vec : 1;
     }
 }
 

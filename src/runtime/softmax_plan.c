@@ -222,11 +222,17 @@ static int64_t staged_resident(const tj_device_info *d, int64_t bytes) {
  * (`tiles` loads of it), as the code generator lays it out: BLOCK as
  * rt_softmax_fit_block makes it, each thread's share whole vectors and
  * then whole pieces of STAGE_VALUES (an upper bound of stream.c's). */
+static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, int tiles,
+                            bool narrow);
+
 static int64_t thread_share(int64_t n, int elem, int64_t ctas) {
-  int64_t threads = ctas * STAGE_THREADS, vec = 16 / elem, block = tj_next_pow2(n);
-  if (ceil_div(n, threads * vec) * threads * vec < block)
-    block = ceil_div(n, threads * vec) * threads * vec;
-  return ceil_div(block, threads * vec) * vec;
+  tj_softmax_plan staged = {.which = TJ_SOFTMAX_SINGLE,
+                            .num_warps = STAGE_THREADS / 32,
+                            .cluster = 1,
+                            .split = (int)ctas,
+                            .stage = STAGE_VALUES};
+  int64_t vec = 16 / elem;
+  return ceil_div(fitted_block(&staged, elem, n, 1, false), ctas * STAGE_THREADS * vec) * vec;
 }
 
 static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
@@ -551,8 +557,8 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   if (o->stage > 0) plan->stage = o->stage;
   if (o->stash) plan->stash = o->stash;
   if (!plan->stage) plan->stash = 0;
-  if (!chosen && !plan->stage && plan->cluster * plan->split == 1 && plan->which == TJ_SOFTMAX_SINGLE)
-    fewer_warps(plan, elem, n, tiles);
+  bool one_cta = plan->which == TJ_SOFTMAX_SINGLE && plan->cluster * plan->split == 1;
+  if (!chosen && !plan->stage && one_cta) fewer_warps(plan, elem, n, tiles);
   rt_softmax_fit_block(plan, dtype, n, tiles, false);
   return TJ_OK;
 }
