@@ -472,20 +472,23 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* ... and 16-bit rows over 32 KiB (N > 16384); f32 rows of 32-64 KiB
    * are not (they ran as fast in registers). */
   ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_F16, 4096, 20000, NULL), 20480, 1, 1, 40);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 4096, 16384, NULL), S, 16384, 8, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 4096, 16384, NULL), S, 16384, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 12000, NULL), S, 16384, 16, 1, 1);
   /* BLOCK fits the threads' whole repeats, not the next power of two: a
    * row inside a warp in lanes of 2 to 4 vectors (f16 80: 4 lanes of 3,
    * 200: 16 of 2, 577: 32 of 3); a CTA's 16-bit row in half the warps
-   * where they pad less, at most 8 vectors a thread (f16 12352: 8 warps
-   * of 7, not 16 of 4), an f32 one as before (next_pow2 and the table's
-   * warps); a staged row. */
+   * where they pad less, at most 8 vectors a thread (f16 5000: 4 warps
+   * of 5, not 8 of 3; sm_80's 12352: 8 warps of 7, not 16 of 4), or in
+   * the table's warps (sm_90's 12352: 4 of 13), an f32 one as before
+   * (next_pow2 and the table's warps); a staged row. */
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 80, NULL), S, 96, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 200, NULL), S, 256, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 48, NULL), S, 48, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 577, NULL), S, 768, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 3000, NULL), S, 3072, 4, 1, 1);
-  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 12352, NULL), S, 14336, 8, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 5000, NULL), S, 5120, 4, 1, 1);
+  ASSERT_PLAN(plan_of(80, TJ_DTYPE_F16, 4096, 12352, NULL), S, 14336, 8, 1, 1);
+  ASSERT_PLAN(plan_of(90, TJ_DTYPE_F16, 4096, 12352, NULL), S, 13312, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 12345, NULL), S, 16384, 16, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 3000, NULL), S, 4096, 8, 1, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4096, 24576, NULL), 24576, 1, 1);
@@ -505,9 +508,10 @@ START_TEST(plan_for_every_kind_of_shape) {
       {TJ_DTYPE_F16, 1000, 2, true, true, 1024, 4},  {TJ_DTYPE_F16, 577, 2, true, true, 768, 4},
       {TJ_DTYPE_F32, 300, 4, true, true, 384, 4},     {TJ_DTYPE_F16, 80, 2, false, false, 128, 4},
       {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4},
-      /* fewer_warps' 8 warps (BLOCK 14336) for 16-bit 12352 aligned and
-       * phased; element by element, the table's 16 at next_pow2 */
-      {TJ_DTYPE_F16, 12352, 2, true, true, 14336, 8}, {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 16},
+      /* the table's 4 warps for 16-bit 12352, phased fitted (BLOCK 13312),
+       * element by element at next_pow2; fewer_warps' 4 for f16 5000 */
+      {TJ_DTYPE_F16, 12352, 2, true, true, 13312, 4}, {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 4},
+      {TJ_DTYPE_F16, 5000, 2, true, true, 5120, 4},
   };
   tj_device_info device;
   ck_assert_int_eq(tj_device_nominal(90, &device), TJ_OK);

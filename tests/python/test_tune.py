@@ -14,6 +14,7 @@ a stand-in tj-bench and dump-ptx that print fixed figures.
 - --what rows: the CTAs a wide row takes: a TUNED_ROWS line where a
   candidate beats the plan's shape by more than the margin, a comment with
   the measurements where the plan's stays; the warps lines untouched.
+- 16-bit candidates: a thread holds up to 128 elements (f32: 32).
 """
 
 import importlib.util
@@ -70,6 +71,8 @@ for n in map(int, arg("-n").split(",")):
         value = {4: 101.0, 8: 96.9 if few else 96.5, 16: 100.3 if few else 96.6}.get(warps, 90.0)
     if n == 32768:
         value = {16: 95.0, 32: 94.0}.get(warps, 80.0)
+    if n == 16384 and dtype == "f16":  # 4 warps: 128 halves a thread
+        value = 99.0 if warps == 4 else 95.0
     print(f"bandwidth,{m or 1024},{n},{dtype},ptx,pct_copy,{value},%")
 '''
 
@@ -113,7 +116,7 @@ def test_a_run_writes_the_table():
         text = open(table).read()
         lines = [l for l in text.splitlines() if l.startswith("TUNED(90, TJ_DTYPE_F32,")]
         # the other dtypes' lines of sm_90 (not measured) stay
-        assert "TUNED(90, TJ_DTYPE_BF16, 16384, 8)" in text
+        assert "TUNED(90, TJ_DTYPE_BF16, 16384, 4)" in text
         chosen = {int(l.split(",")[2]): int(l.split(",")[3].split(")")[0]) for l in lines}
         assert chosen == {2048: 8, 4096: 8, 8192: 16, 16384: 16, 32768: 32}, chosen
         assert "TUNED(80, TJ_DTYPE_F32, 2048, 8) /* kept */" in text
@@ -122,6 +125,21 @@ def test_a_run_writes_the_table():
         assert "4 warps" not in line, line  # 64 f32 values a thread: no candidate
         assert "--few-rows 1024" in text
         assert text.count("--what warps") == 1 and text.count("/* sm_90:") == 2  # and rows
+
+
+def test_sixteen_bit_threads_hold_up_to_128():
+    """A 16-bit thread may hold 128 elements (4 warps at BLOCK 16384, the
+    fastest in the stand-ins), not 256 (4 warps at 32768); f32 at most 32."""
+    with tempfile.TemporaryDirectory() as tmp:
+        bench, table = stand_ins(tmp)
+        run = subprocess.run([sys.executable, TOOL, "--bench", bench, "--out", table, "--dtype",
+                              "f16", "--rounds", "1", "--reps", "1", "--what", "warps"],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr + run.stdout
+        lines = {int(l.split(",")[2]): l for l in open(table).read().splitlines()
+                 if l.startswith("TUNED(90, TJ_DTYPE_F16,")}
+        assert lines[16384].startswith("TUNED(90, TJ_DTYPE_F16, 16384, 4)"), lines[16384]
+        assert "4 warps" not in lines[32768] and "8 warps" in lines[32768], lines[32768]
 
 
 def test_a_new_out_file_starts_from_the_table():
@@ -135,7 +153,7 @@ def test_a_new_out_file_starts_from_the_table():
                              capture_output=True, text=True)
         assert run.returncode == 0, run.stderr + run.stdout
         text = open(out).read()
-        assert "TUNED(90, TJ_DTYPE_BF16, 16384, 8)" in text  # the table's own line
+        assert "TUNED(90, TJ_DTYPE_BF16, 16384, 4)" in text  # the table's own line
         assert text.count("--what warps") == 1
 
 
