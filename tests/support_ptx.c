@@ -39,10 +39,11 @@ char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kern
                            .cluster = spread.cluster, .split = spread.split};
   tj_softmax_plan plan;
   if (st == TJ_OK) st = tj_device_nominal(cfg->arch ? cfg->arch : 90, &device);
-  if (st == TJ_OK) st = tj_softmax_plan_for(&device, cfg->dtype, 65536, cfg->n, &so, &plan);
+  int align = cfg->phased ? 1 : cfg->align ? cfg->align : 16;
+  if (st == TJ_OK)
+    st = rt_row_plan(&device, TJ_ROW_SOFTMAX, cfg->dtype, 65536, cfg->n, &so, align >= 16, &plan);
   if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes */
-    rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, cfg->dtype, cfg->n,
-                         cfg->phased ? 1 : cfg->align ? cfg->align : 16, cfg->phased,
+    rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, cfg->dtype, cfg->n, align, cfg->phased,
                          cfg->warps != 0);
   if (st == TJ_OK) st = tj_softmax_spec_options(&plan, cfg->dtype, cfg->n, &o);
   if (st == TJ_OK) {

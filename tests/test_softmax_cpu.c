@@ -467,11 +467,16 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(80, TJ_DTYPE_BF16, 4096, 8192, NULL), S, 8192, 16, 1, 1);
   /* Rows of 64 KiB and more, enough of them: staged, 256-thread CTAs
    * holding at most 64 KiB each in shared memory, one a row or a cluster
-   * (sm_90 and later). */
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, NULL), 32768, 1, 1);
+   * (sm_90 and later); on sm_90 one CTA of 512 threads where a thread's
+   * share is whole pieces (bf16 32768: 64, two of 32; f16 24576: 48, no),
+   * and f32 rows up to 128 KiB in one such CTA, not a cluster of two. */
+  ASSERT_STAGED(plan_of(80, TJ_DTYPE_BF16, 2048, 32768, NULL), 32768, 1, 1);
+  ASSERT_PLAN_STAGE(plan_of(90, TJ_DTYPE_BF16, 2048, 32768, NULL), S, 32768, 16, 1, 1, 32);
+  ASSERT_PLAN_STAGE(plan_of(90, TJ_DTYPE_F32, 4096, 20480, NULL), S, 20480, 16, 1, 1, 40);
+  ASSERT_PLAN_STAGE(plan_of(90, TJ_DTYPE_F32, 4096, 24576, NULL), S, 24576, 16, 1, 1, 32);
   /* ... and 16-bit rows over 32 KiB (N > 16384); f32 rows of 32-64 KiB
    * are not (they ran as fast in registers). */
-  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_F16, 4096, 20000, NULL), 20480, 1, 1, 40);
+  ASSERT_PLAN_STAGE(plan_of(90, TJ_DTYPE_F16, 4096, 20000, NULL), S, 20480, 16, 1, 1, 40);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_BF16, 4096, 16384, NULL), S, 16384, 4, 1, 1);
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 12000, NULL), S, 16384, 16, 1, 1);
   /* BLOCK fits the threads' whole repeats, not the next power of two: a
@@ -516,14 +521,28 @@ START_TEST(plan_for_every_kind_of_shape) {
   tj_device_info device;
   ck_assert_int_eq(tj_device_nominal(90, &device), TJ_OK);
   for (size_t i = 0; i < TJ_COUNTOF(rows); i++) {
-    tj_softmax_plan r = plan_of(90, rows[i].dtype, 4096, rows[i].n, NULL);
+    tj_softmax_plan r; /* as tj_softmax plans them */
+    ck_assert_int_eq(rt_row_plan(&device, TJ_ROW_SOFTMAX, rows[i].dtype, 4096, rows[i].n, NULL,
+                                 rows[i].align >= 16, &r),
+                     TJ_OK);
     ck_assert_msg(rt_softmax_rows_plan(&device, &r, TJ_ROW_SOFTMAX, rows[i].dtype, rows[i].n,
                                        rows[i].align, rows[i].one_phase, false) == rows[i].phased,
                   "case %zu", i);
     ck_assert_msg(r.block == rows[i].block && r.num_warps == rows[i].warps,
                   "case %zu: BLOCK %lld, %d warps", i, (long long)r.block, r.num_warps);
   }
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), 32768, 2, 1);
+  ASSERT_PLAN_STAGE(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), S, 32768, 16, 1, 1, 32);
+  /* ... but rows off 16 bytes keep 256 threads: a cluster of two, one CTA
+   * of 16-bit rows. */
+  tj_softmax_plan unaligned;
+  ck_assert_int_eq(rt_row_plan(&device, TJ_ROW_SOFTMAX, TJ_DTYPE_F32, 4096, 32001, NULL, false,
+                               &unaligned),
+                   TJ_OK);
+  ASSERT_STAGED(unaligned, 32768, 2, 1);
+  ck_assert_int_eq(rt_row_plan(&device, TJ_ROW_SOFTMAX, TJ_DTYPE_F16, 4096, 32768, NULL, false,
+                               &unaligned),
+                   TJ_OK);
+  ASSERT_STAGED(unaligned, 32768, 1, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 1024, 40000, NULL), 43008, 3, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 512, 131072, NULL), 131072, 8, 1);

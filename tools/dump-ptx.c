@@ -181,8 +181,8 @@ static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options 
   tj_softmax_plan plan;
   tj_status st = tj_device_nominal(o->arch, &device);
   if (st == TJ_OK)
-    st = tj_softmax_plan_for(&device, (tj_dtype)o->dtype, o->m ? o->m : 65536, o->n, &options,
-                             &plan);
+    st = rt_row_plan(&device, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->m ? o->m : 65536, o->n,
+                     &options, !o->phased && o->align >= 16, &plan);
   if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes (--phased: off them whatever --align) */
     rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->n,
                          o->phased ? 1 : o->align, o->phased, o->warps != 0);

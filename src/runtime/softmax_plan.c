@@ -15,8 +15,9 @@
  *     shape for staged rows that beats the rules below (rt_softmax_tuned_rows);
  *   - rows of 64 KiB and more (sm_80 and later) are staged (plan_staged):
  *     where the shared memory of one CTA, a cluster of up to 8 or the grid
- *     holds them, x is read once and three 256-thread CTAs share an SM;
- *     wider rows keep what the grid's shared memory holds and read the
+ *     holds them, x is read once and three 256-thread CTAs share an SM
+ *     (on sm_90, rows that start on 16-byte boundaries take one CTA of
+ *     512 threads instead where plan_one_cta says); wider rows keep what the grid's shared memory holds and read the
  *     rest again, from L2 as far as it keeps it (plan_partial); an even
  *     number of rows that take every CTA in turn run two at a time where
  *     the stash still keeps most of a CTA's share (plan_pairs); the rules
@@ -225,29 +226,29 @@ static int64_t staged_resident(const tj_device_info *d, int64_t bytes) {
 static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, int tiles,
                             bool narrow);
 
-static int64_t thread_share(int64_t n, int elem, int64_t ctas) {
+static int64_t thread_share(int64_t n, int elem, int64_t ctas, int threads) {
   tj_softmax_plan staged = {.which = TJ_SOFTMAX_SINGLE,
-                            .num_warps = STAGE_THREADS / 32,
+                            .num_warps = threads / 32,
                             .cluster = 1,
                             .split = (int)ctas,
                             .stage = STAGE_VALUES};
   int64_t vec = 16 / elem;
-  return ceil_div(fitted_block(&staged, elem, n, 1, false), ctas * STAGE_THREADS * vec) * vec;
+  return ceil_div(fitted_block(&staged, elem, n, 1, false), ctas * threads * vec) * vec;
 }
 
 static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
-  int64_t per_thread = thread_share(n, elem, ctas);
+  int64_t per_thread = thread_share(n, elem, ctas, STAGE_THREADS);
   return tiles * ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES * STAGE_THREADS * elem;
 }
 
-/* STAGE for a row over `ctas` staged CTAs: STAGE_VALUES, or STAGE_WIDER
- * where its pieces cover a thread's share with fewer slots (and so never
- * more shared memory), since a thread computes on every slot of its last
- * piece, loaded or not. Measured on an H100 (bench/RESULTS.md, 2026-11-26),
+/* STAGE for a row over `ctas` staged CTAs of `threads`: STAGE_VALUES, or
+ * STAGE_WIDER where its pieces cover a thread's share with fewer slots (and
+ * so never more shared memory), since a thread computes on every slot of
+ * its last piece, loaded or not. Measured on an H100 (bench/RESULTS.md, 2026-11-26),
  * % of copy: bf16 4096 x 50257 in clusters of 2 (104 elements a thread)
  * 83.8 at 32 (128 slots), 89.2 at 40 (120). */
-static int fitted_stage(int64_t n, int elem, int64_t ctas) {
-  int64_t per_thread = thread_share(n, elem, ctas);
+static int fitted_stage(int64_t n, int elem, int64_t ctas, int threads) {
+  int64_t per_thread = thread_share(n, elem, ctas, threads);
   int64_t narrow = ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES;
   int64_t wide = ceil_div(per_thread, STAGE_WIDER) * STAGE_WIDER;
   return wide < narrow ? STAGE_WIDER : STAGE_VALUES;
@@ -345,14 +346,48 @@ bool rt_softmax_tuned_rows(const RtTunedRows *lines, size_t count, const tj_devi
     plan->cluster = cluster ? (int)ctas : 1;
     plan->split = cluster ? 1 : (int)ctas;
     plan->num_warps = STAGE_THREADS / 32;
-    plan->stage = fitted_stage(n, elem, ctas);
+    plan->stage = fitted_stage(n, elem, ctas, STAGE_THREADS);
     return true;
   }
   return false;
 }
 
+/* On sm_90, a row of one tile that one CTA of STAGE_ONE_THREADS stages: up
+ * to STAGE_ONE_BYTES in f32, where the rules above take a cluster of two
+ * CTAs over 64 KiB; in 16 bits up to STAGE_CTA_BYTES where each thread's
+ * share is whole pieces. Twice the threads have twice the first piece's
+ * bytes in flight. Measured on an H200 (bench/RESULTS.md, Z3), % of copy,
+ * two rounds each, 256 threads (f32 over 64 KiB in a cluster of two)
+ * against one CTA of 512: f32 16384 96.7, 95.6 / 96.5, 97.5; 20480 92.4,
+ * 92.4 / 97.6, 97.2 (M = 1024: 87.7, 87.6 / 93.2, 93.1); 24576 93.9, 94.4
+ * / 95.7, 96.2; 32768 94.1, 93.5 / 95.9, 94.6; f16 20480 96.3, 97.3 /
+ * 97.7, 98.3; 32768 93.0, 92.9 / 94.9, 95.8; but f16 24576, 48 elements a
+ * thread in pieces of 32, 94.5, 94.4 / 90.6, 90.4 (bf16 93.6, 95.3 / 87.5,
+ * 87.9). Clusters of 512-thread CTAs ran slower than the plan's (f32 65536
+ * in 2 or 4: 82.4, 84.9 against 91.1). Rows that fill the device, as for
+ * a cluster below, and that start on 16-byte boundaries: rows at any
+ * phase ran slower so (Z4: f16 32001 89.0, 89.2 / 81.3, 81.2; f32 32001
+ * 89.0, 89.2 / 82.0, 81.4; f16 16385 85.3, 85.3 / 54.5, 53.5). */
+#define STAGE_ONE_THREADS 512
+#define STAGE_ONE_BYTES   (128 * 1024)
+static bool plan_one_cta(const tj_device_info *d, int elem, int64_t m, int64_t n, int tiles,
+                         tj_softmax_plan *plan) {
+  if (d->arch != 90 || tiles != 1 || m < d->sm_count) return false;
+  int64_t share = thread_share(n, elem, 1, STAGE_ONE_THREADS);
+  int stage = fitted_stage(n, elem, 1, STAGE_ONE_THREADS);
+  int64_t bytes = ceil_div(share, stage) * stage * STAGE_ONE_THREADS * elem;
+  bool whole = share % stage == 0;
+  if (bytes > (elem == 4 ? STAGE_ONE_BYTES : STAGE_CTA_BYTES) || (elem != 4 && !whole) ||
+      bytes + 1024 > d->max_shared_per_block_optin)
+    return false;
+  plan->cluster = plan->split = 1;
+  plan->num_warps = STAGE_ONE_THREADS / 32;
+  plan->stage = stage;
+  return true;
+}
+
 static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int64_t n, int tiles,
-                        bool wide, tj_softmax_plan *plan) {
+                        bool wide, bool aligned, tj_softmax_plan *plan) {
   int elem = ir_dtype_size(dtype);
   int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
   if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80) return;
@@ -361,6 +396,7 @@ static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int6
   if (tiles == 1 && wide &&
       rt_softmax_tuned_rows(tuned_rows, TJ_COUNTOF(tuned_rows) - 1, d, dtype, m, n, plan))
     return;
+  if (aligned && plan_one_cta(d, elem, m, n, tiles, plan)) return;
   /* Clusters of at most 8 (portable): a row of 16 such CTAs ran faster
    * over the grid (H100, 2026-11-26, % of copy, a cluster of 16 against a
    * split of 16: f32 256 x 262144 90.8 / 94.7, bf16 256 x 524288 86.9 /
@@ -393,7 +429,8 @@ static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int6
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
   plan->num_warps = STAGE_THREADS / 32;
-  plan->stage = plan->stash ? STAGE_VALUES : fitted_stage(n, elem, plan->cluster * plan->split);
+  plan->stage =
+      plan->stash ? STAGE_VALUES : fitted_stage(n, elem, plan->cluster * plan->split, STAGE_THREADS);
 }
 
 /* Measured warps for one-CTA rows (softmax_tuning.inc, written by
@@ -512,8 +549,9 @@ static void fewer_warps(tj_softmax_plan *plan, int elem, int64_t n, int tiles) {
     plan->num_warps = half.num_warps;
 }
 
-tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
-                          int64_t n, const tj_softmax_options *options, tj_softmax_plan *plan) {
+tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
+                      int64_t n, const tj_softmax_options *options, bool aligned,
+                      tj_softmax_plan *plan) {
   static const tj_softmax_options none;
   const tj_softmax_options *o = options ? options : &none;
   tj_device_info nominal_device;
@@ -551,7 +589,7 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
    * 93.5-94.2 / 90.8-91.4, 2^20 76.3-76.4 / 78.9-80.8. */
   bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
   if (!o->stage && !chosen && (tiles == 1 || elem == 2))
-    plan_staged(device, dtype, m, n, tiles, wide, plan);
+    plan_staged(device, dtype, m, n, tiles, wide, aligned, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
@@ -561,6 +599,11 @@ tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype d
   if (!chosen && !plan->stage && one_cta) fewer_warps(plan, elem, n, tiles);
   rt_softmax_fit_block(plan, dtype, n, tiles, false);
   return TJ_OK;
+}
+
+tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
+                          int64_t n, const tj_softmax_options *options, tj_softmax_plan *plan) {
+  return rt_row_plan(device, op, dtype, m, n, options, true, plan);
 }
 
 tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
