@@ -359,14 +359,14 @@ bool rt_softmax_tuned_rows(const RtTunedRows *lines, size_t count, const tj_devi
  * bytes in flight. Measured on an H200 (bench/RESULTS.md, Z3), % of copy,
  * two rounds each, 256 threads (f32 over 64 KiB in a cluster of two)
  * against one CTA of 512: f32 16384 96.7, 95.6 / 96.5, 97.5; 20480 92.4,
- * 92.4 / 97.6, 97.2 (M = 1024: 87.7, 87.6 / 93.2, 93.1); 24576 93.9, 94.4
- * / 95.7, 96.2; 32768 94.1, 93.5 / 95.9, 94.6; f16 20480 96.3, 97.3 /
- * 97.7, 98.3; 32768 93.0, 92.9 / 94.9, 95.8; but f16 24576, 48 elements a
- * thread in pieces of 32, 94.5, 94.4 / 90.6, 90.4 (bf16 93.6, 95.3 / 87.5,
- * 87.9). Clusters of 512-thread CTAs ran slower than the plan's (f32 65536
+ * 92.4 / 97.6, 97.2 (M = 1024 at STAGE 32: 87.7, 87.6 / 93.2, 93.1);
+ * 24576 93.9, 94.4 / 95.7, 96.2; 32768 94.1, 93.5 / 95.9, 94.6; f16 20480
+ * 96.3, 97.3 / 97.7, 98.3; 32768 93.0, 92.9 / 94.9, 95.8; but f16 24576,
+ * 48 elements a thread in pieces of 32, 94.5, 94.4 / 90.6, 90.4 (bf16
+ * 93.6, 95.3 / 87.5, 87.9). Clusters of 512-thread CTAs ran slower than the plan's (f32 65536
  * in 2 or 4: 82.4, 84.9 against 91.1). Rows that fill the device, as for
  * a cluster below, and that start on 16-byte boundaries: rows at any
- * phase ran slower so (Z4: f16 32001 89.0, 89.2 / 81.3, 81.2; f32 32001
+ * phase ran slower so (Z4: f16 32001 89.2, 88.9 / 81.3, 81.2; f32 32001
  * 89.0, 89.2 / 82.0, 81.4; f16 16385 85.3, 85.3 / 54.5, 53.5). */
 #define STAGE_ONE_THREADS 512
 #define STAGE_ONE_BYTES   (128 * 1024)
