@@ -467,11 +467,15 @@ typedef struct tj_device_info tj_device_info;
  * a device (NULL: the nominal device of tj_device_nominal(90)), honouring
  * the options' choices (NULL: none):
  *   - rows of up to 32768 elements: one CTA (or a lane group) per row, the
- *     warps from tj_default_num_warps (16-bit rows of a CTA: or half of
- *     them, where that pads the row less);
+ *     warps from the measured table (softmax_tuning.inc) or
+ *     tj_default_num_warps (16-bit rows of a CTA: or half of them, where
+ *     that pads the row less);
  *   - rows of 64 KiB and more (sm_80 and later): staged (STAGE), CTAs of
- *     256 threads holding at most 64 KiB of the row each in shared memory,
- *     in a cluster of up to 8 where it takes several (sm_90), else over
+ *     256 threads holding at most 64 KiB of the row each in shared memory
+ *     (on sm_90, for rows on 16-byte boundaries, which this plan assumes
+ *     and tj_softmax checks: one CTA of 512 threads, up to 128 KiB in
+ *     f32), in a cluster of up to 8
+ *     where it takes several (sm_90), else over
  *     the grid, so that x is read once and three CTAs share an SM; a row
  *     wider than the grid's shared memory holds, in every CTA the grid
  *     holds, the rows in turn, each CTA keeping the first part of its
