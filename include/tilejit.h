@@ -474,9 +474,8 @@ typedef struct tj_device_info tj_device_info;
  *     256 threads holding at most 64 KiB of the row each in shared memory
  *     (on sm_90, for rows on 16-byte boundaries, which this plan assumes
  *     and tj_softmax checks: one CTA of 512 threads, up to 128 KiB in
- *     f32), in a cluster of up to 8
- *     where it takes several (sm_90), else over
- *     the grid, so that x is read once and three CTAs share an SM; a row
+ *     f32), in a cluster of up to 8 where it takes several (sm_90), else
+ *     over the grid, so that x is read once and three CTAs share an SM; a row
  *     wider than the grid's shared memory holds, in every CTA the grid
  *     holds, the rows in turn, each CTA keeping the first part of its
  *     share (STASH) and reading the rest again; an even number of rows

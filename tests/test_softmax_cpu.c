@@ -515,7 +515,8 @@ START_TEST(plan_for_every_kind_of_shape) {
       {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4},
       /* the table's 4 warps for 16-bit 12352, phased fitted (BLOCK 13312),
        * element by element at next_pow2; fewer_warps' 4 for f16 5000 */
-      {TJ_DTYPE_F16, 12352, 2, true, true, 13312, 4}, {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 4},
+      {TJ_DTYPE_F16, 12352, 2, true, true, 13312, 4},
+      {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 4},
       {TJ_DTYPE_F16, 5000, 2, true, true, 5120, 4},
   };
   tj_device_info device;

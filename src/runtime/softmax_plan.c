@@ -17,8 +17,9 @@
  *     where the shared memory of one CTA, a cluster of up to 8 or the grid
  *     holds them, x is read once and three 256-thread CTAs share an SM
  *     (on sm_90, rows that start on 16-byte boundaries take one CTA of
- *     512 threads instead where plan_one_cta says); wider rows keep what the grid's shared memory holds and read the
- *     rest again, from L2 as far as it keeps it (plan_partial); an even
+ *     512 threads instead where plan_one_cta says); wider rows keep what
+ *     the grid's shared memory holds and read the rest again, from L2 as
+ *     far as it keeps it (plan_partial); an even
  *     number of rows that take every CTA in turn run two at a time where
  *     the stash still keeps most of a CTA's share (plan_pairs); the rules
  *     below are for the rest, and for STAGE -1;
@@ -244,9 +245,9 @@ static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
 /* STAGE for a row over `ctas` staged CTAs of `threads`: STAGE_VALUES, or
  * STAGE_WIDER where its pieces cover a thread's share with fewer slots (and
  * so never more shared memory), since a thread computes on every slot of
- * its last piece, loaded or not. Measured on an H100 (bench/RESULTS.md, 2026-11-26),
- * % of copy: bf16 4096 x 50257 in clusters of 2 (104 elements a thread)
- * 83.8 at 32 (128 slots), 89.2 at 40 (120). */
+ * its last piece, loaded or not. Measured on an H100 (bench/RESULTS.md,
+ * 2026-11-26), % of copy: bf16 4096 x 50257 in clusters of 2 (104
+ * elements a thread) 83.8 at 32 (128 slots), 89.2 at 40 (120). */
 static int fitted_stage(int64_t n, int elem, int64_t ctas, int threads) {
   int64_t per_thread = thread_share(n, elem, ctas, threads);
   int64_t narrow = ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES;
@@ -363,11 +364,12 @@ bool rt_softmax_tuned_rows(const RtTunedRows *lines, size_t count, const tj_devi
  * 24576 93.9, 94.4 / 95.7, 96.2; 32768 94.1, 93.5 / 95.9, 94.6; f16 20480
  * 96.3, 97.3 / 97.7, 98.3; 32768 93.0, 92.9 / 94.9, 95.8; but f16 24576,
  * 48 elements a thread in pieces of 32, 94.5, 94.4 / 90.6, 90.4 (bf16
- * 93.6, 95.3 / 87.5, 87.9). Clusters of 512-thread CTAs ran slower than the plan's (f32 65536
- * in 2 or 4: 82.4, 84.9 against 91.1). Rows that fill the device, as for
- * a cluster below, and that start on 16-byte boundaries: rows at any
- * phase ran slower so (Z4: f16 32001 89.2, 88.9 / 81.3, 81.2; f32 32001
- * 89.0, 89.2 / 82.0, 81.4; f16 16385 85.3, 85.3 / 54.5, 53.5). */
+ * 93.6, 95.3 / 87.5, 87.9). Clusters of 512-thread CTAs ran slower than
+ * the plan's (f32 65536 in 2 or 4: 82.4, 84.9 against 91.1). Rows that
+ * fill the device, as for a cluster below, and that start on 16-byte
+ * boundaries: rows at any phase ran slower so (Z4: f16 32001 89.2, 88.9 /
+ * 81.3, 81.2; f32 32001 89.0, 89.2 / 82.0, 81.4; f16 16385 85.3, 85.3 /
+ * 54.5, 53.5). */
 #define STAGE_ONE_THREADS 512
 #define STAGE_ONE_BYTES   (128 * 1024)
 static bool plan_one_cta(const tj_device_info *d, int elem, int64_t m, int64_t n, int tiles,
@@ -429,8 +431,8 @@ static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int6
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
   plan->num_warps = STAGE_THREADS / 32;
-  plan->stage =
-      plan->stash ? STAGE_VALUES : fitted_stage(n, elem, plan->cluster * plan->split, STAGE_THREADS);
+  int64_t held_by = plan->cluster * plan->split;
+  plan->stage = plan->stash ? STAGE_VALUES : fitted_stage(n, elem, held_by, STAGE_THREADS);
 }
 
 /* Measured warps for one-CTA rows (softmax_tuning.inc, written by
