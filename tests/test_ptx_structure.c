@@ -10,7 +10,8 @@
  * that stays inside a warp) uses no shared memory and no barrier; rows of up
  * to 128 elements share a CTA in lane groups. Then: f16/bf16 conversions per
  * arch, exp and division sequences, the grid-stride loop, the online
- * template's loops, kernel info, errors, determinism and annotation.
+ * template's loops, kernel info, errors, determinism and annotation; and
+ * operand names, immediates at their extremes.
  */
 #include "codegen/codegen.h"
 #include "support_ptx.h"
@@ -604,6 +605,36 @@ START_TEST(staged_plans_compile) {
 }
 END_TEST
 
+/* Operand names as PTX spells them (emit.c writes them without printf):
+ * registers by class, f32 immediates as their exact bits, b16 in hex,
+ * integers in signed decimal to their extremes. */
+START_TEST(operand_names) {
+  static const struct {
+    CgOperand o;
+    const char *name;
+  } cases[] = {
+      {{CG_B32, 0, 12, 0}, "%r12"},
+      {{CG_B64, 0, 1, 0}, "%rd1"},
+      {{CG_PRED, 0, 4294967295u, 0}, "%p4294967295"},
+      {{CG_F32, 1, 0, 0x3F800000u}, "0f3F800000"},
+      {{CG_F32, 1, 0, 0xFF800000u}, "0fFF800000"},
+      {{CG_F32, 1, 0, 0x0000000Au}, "0f0000000A"},
+      {{CG_B16, 1, 0, 0xFC00u}, "0xFC00"},
+      {{CG_B16, 1, 0, 0x12345u}, "0x2345"},
+      {{CG_B32, 1, 0, 0}, "0"},
+      {{CG_B32, 1, 0, 0x80000000u}, "-2147483648"},
+      {{CG_B32, 1, 0, 0xFFFFFFFFu}, "-1"},
+      {{CG_B64, 1, 0, 0x8000000000000000u}, "-9223372036854775808"},
+      {{CG_B64, 1, 0, 0x7FFFFFFFFFFFFFFFu}, "9223372036854775807"},
+      {{CG_PRED, 1, 0, 1}, "1"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_str_eq(cg_name(cases[i].o).s, cases[i].name);
+  ck_assert_str_eq(cg_address(cases[0].o, -16).s, "[%r12-16]");
+  ck_assert_str_eq(cg_address(cases[1].o, 4096).s, "[%rd1+4096]");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ptx_structure");
   TCase *t = tcase_create("softmax");
@@ -614,6 +645,7 @@ static Suite *suite(void) {
   tcase_add_test(t, shared_memory_only_across_warps);
   tcase_add_test(t, small_rows_share_a_cta_in_lane_groups);
   tcase_add_test(t, fitted_rows_keep_their_lanes);
+  tcase_add_test(t, operand_names);
   tcase_add_test(t, f16_moves_halves_in_words);
   tcase_add_test(t, bf16_conversions_follow_the_arch);
   tcase_add_test(t, exp_is_subtract_multiply_ex2);

@@ -64,6 +64,7 @@ void buf_free(TjBuf *b);
 void buf_printf(TjBuf *b, const char *fmt, ...) TJ_PRINTF(2, 3);
 void buf_vprintf(TjBuf *b, const char *fmt, va_list ap) TJ_PRINTF(2, 0);
 void buf_puts(TjBuf *b, const char *s);
+void buf_putn(TjBuf *b, const char *s, size_t n); /* n bytes of s */
 /* Hands the text over to the caller (release with tj_free); the buffer is reset. */
 char *buf_take(TjBuf *b);
 

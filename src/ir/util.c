@@ -95,12 +95,14 @@ void buf_printf(TjBuf *b, const char *fmt, ...) {
   va_end(ap);
 }
 
-void buf_puts(TjBuf *b, const char *s) {
-  size_t n = strlen(s);
+void buf_putn(TjBuf *b, const char *s, size_t n) {
   if (!reserve(b, n)) return;
-  memcpy(b->data + b->len, s, n + 1);
+  memcpy(b->data + b->len, s, n);
   b->len += n;
+  b->data[b->len] = '\0';
 }
+
+void buf_puts(TjBuf *b, const char *s) { buf_putn(b, s, strlen(s)); }
 
 char *buf_take(TjBuf *b) {
   if (b->oom) {
