@@ -628,8 +628,10 @@ START_TEST(operand_names) {
       {{CG_B64, 1, 0, 0x7FFFFFFFFFFFFFFFu}, "9223372036854775807"},
       {{CG_PRED, 1, 0, 1}, "1"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ck_assert_str_eq(cg_name(cases[i].o).s, cases[i].name);
+    ck_assert_str_eq(CG_N(cases[i].o), cases[i].name);
+  }
   ck_assert_str_eq(cg_address(cases[0].o, -16).s, "[%r12-16]");
   ck_assert_str_eq(cg_address(cases[1].o, 4096).s, "[%rd1+4096]");
 }

@@ -97,7 +97,12 @@ bool cg_is_true(CgOperand o);
 bool cg_same(CgOperand a, CgOperand b);
 /* "%f12", "0f3F800000", "-7", "0xFC00". */
 CgName cg_name(CgOperand o);
-#define CG_N(o) (cg_name(o).s)
+/* o's name written at out (sizeof(CgName) bytes); returns out. CG_N writes
+ * it into a buffer of the calling expression: a CgName returned by value
+ * is stored a byte at a time and copied out in wider words, which stalls
+ * on every operand (about a tenth of tj_emit_ptx, 2026-11-27). */
+char *cg_name_at(char *out, CgOperand o);
+#define CG_N(o) cg_name_at((char[sizeof(CgName)]){0}, (o))
 /* "[%rd5+512]", "[%r3]": base register plus a byte offset. */
 CgName cg_address(CgOperand base, int64_t offset);
 /* One instruction line: a tab, the text, a newline. */

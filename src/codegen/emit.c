@@ -108,9 +108,8 @@ static char *hex(char *out, uint64_t v, int digits) {
 
 /* Without snprintf: names are most of what the emitter formats, and
  * immediates through snprintf took about a sixth of tj_emit_ptx. */
-CgName cg_name(CgOperand o) {
-  CgName n;
-  char *p = n.s;
+char *cg_name_at(char *out, CgOperand o) {
+  char *p = out;
   if (!o.imm) {
     for (const char *s = classes[o.cls].prefix; *s; s++) *p++ = *s;
     p = decimal(p, o.reg);
@@ -124,6 +123,12 @@ CgName cg_name(CgOperand o) {
     *p++ = '1';
   }
   *p = '\0';
+  return out;
+}
+
+CgName cg_name(CgOperand o) {
+  CgName n;
+  cg_name_at(n.s, o);
   return n;
 }
 
