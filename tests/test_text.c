@@ -16,6 +16,8 @@
  *   replayed every run: each file gives the outcome its first line states,
  *   and no two accepted files that print differently share a key. It also
  *   seeds the fuzz test.
+ * - The text buffer's printf (util.c, which the printer uses): what
+ *   snprintf writes, by its one-pass path or through vsnprintf.
  */
 #include "ir/ir.h"
 
@@ -24,7 +26,9 @@
 #include "support_text.h"
 
 #include <check.h>
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -972,6 +976,53 @@ START_TEST(garbage_extremes) {
 }
 END_TEST
 
+/* tj_format through va_list, for the cases buf_printf cannot show. */
+static size_t format_to(char *out, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = tj_format(out, size, fmt, ap);
+  va_end(ap);
+  return n;
+}
+
+/* The text buffer's printf (util.c): its one-pass path for %s %d %u %lld
+ * and %% writes what snprintf writes, at the extremes too, and anything
+ * else, or text that does not fit, goes through vsnprintf unchanged. */
+START_TEST(buffer_printf_matches_snprintf) {
+  static char long_text[3000];
+  memset(long_text, 'x', sizeof long_text - 1);
+  char want[4096], got[64];
+  TjBuf b;
+  buf_init(&b);
+#define BOTH(...)                                                                                  \
+  do {                                                                                             \
+    size_t at = b.len;                                                                             \
+    snprintf(want, sizeof want, __VA_ARGS__);                                                      \
+    buf_printf(&b, __VA_ARGS__);                                                                   \
+    ck_assert_str_eq(b.data + at, want);                                                           \
+  } while (0)
+  BOTH("%d|%d|%d|%d", 0, -1, INT_MIN, INT_MAX);
+  BOTH("%lld|%lld|%lld", LLONG_MIN, LLONG_MAX, -7LL);
+  BOTH("%u|%u", 0u, UINT_MAX);
+  BOTH("%%%s%%d %s", "a", "");
+  BOTH("%s", long_text);
+  BOTH("%5d|%x|%.3f|%08lx|%*s|", 42, 255u, 1.5, 0xABCUL, 3, "z");
+  for (int i = 0; i < 200; i++) BOTH("%%r%d, [%s+%lld];", i, "%rd7", (long long)i * -16);
+#undef BOTH
+  ck_assert(!b.oom);
+  buf_free(&b);
+  ck_assert_uint_eq(format_to(got, sizeof got, "%s", (const char *)NULL), (size_t)-1);
+  ck_assert_uint_eq(format_to(got, sizeof got, "%x", 1u), (size_t)-1);
+  ck_assert_uint_eq(format_to(got, 16, "%d", 1), (size_t)-1);           /* too small to try */
+  ck_assert_uint_eq(format_to(got, 24, "%s", "abcdefghijklmnopqrstuvw"), 23);
+  ck_assert_uint_eq(format_to(got, 24, "%s", "abcdefghijklmnopqrstuvwx"), (size_t)-1);
+  ck_assert_uint_eq(format_to(got, 24, "a%lld", LLONG_MIN), 21);
+  ck_assert_uint_eq(format_to(got, 24, "abc%lld", 1LL), (size_t)-1); /* 21 kept for a number */
+  ck_assert_uint_eq(format_to(got, sizeof got, "a%lld", LLONG_MIN), 21);
+  ck_assert_str_eq(got, "a-9223372036854775808");
+}
+END_TEST
+
 static Suite *text_suite(void) {
   Suite *s = suite_create("text");
   TCase *trip = tcase_create("round_trip");
@@ -982,6 +1033,7 @@ static Suite *text_suite(void) {
   tcase_add_test(trip, hand_written_programs_cover_every_op_and_type);
   tcase_add_test(trip, prints_builder_programs);
   tcase_add_test(trip, prints_single_instructions);
+  tcase_add_test(trip, buffer_printf_matches_snprintf);
   suite_add_tcase(s, trip);
   TCase *parse = tcase_create("parse");
   tcase_add_test(parse, parses_constants_and_names);

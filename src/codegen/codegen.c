@@ -78,8 +78,10 @@ static void prologue(const CgCtx *c, TjBuf *out) {
     if (i < TJ_COUNTOF(names)) {
       buf_puts(out, values[i]);
       s += strlen(names[i]);
-    } else {
-      buf_printf(out, "%c", *s++);
+    } else { /* the text up to the next '@' */
+      size_t run = 1 + strcspn(s + 1, "@");
+      buf_putn(out, s, run);
+      s += run;
     }
   }
 }

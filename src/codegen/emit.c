@@ -85,44 +85,34 @@ bool cg_same(CgOperand a, CgOperand b) {
   return a.cls == b.cls && a.imm == b.imm && (a.imm ? a.bits == b.bits : a.reg == b.reg);
 }
 
-/* Decimal digits of v at out; returns the end. */
-static char *decimal(char *out, uint64_t v) {
-  char digits[24];
-  int n = 0;
-  do digits[n++] = (char)('0' + v % 10);
-  while ((v /= 10) != 0);
-  while (n) *out++ = digits[--n];
-  return out;
-}
-
-static char *signed_decimal(char *out, int64_t v) {
-  if (v < 0) *out++ = '-';
-  return decimal(out, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-}
-
 /* The low `digits` hexadecimal digits of v, upper case, at out. */
 static char *hex(char *out, uint64_t v, int digits) {
   for (int i = digits - 1; i >= 0; i--, v >>= 4) out[i] = "0123456789ABCDEF"[v & 15];
   return out + digits;
 }
 
-/* Without snprintf: names are most of what the emitter formats, and
- * immediates through snprintf took about a sixth of tj_emit_ptx. */
-char *cg_name_at(char *out, CgOperand o) {
+/* o's name at out, without snprintf (names are most of what the emitter
+ * writes, and immediates through snprintf took about a sixth of
+ * tj_emit_ptx); returns the end, unterminated. */
+static char *name_end(char *out, CgOperand o) {
   char *p = out;
   if (!o.imm) {
     for (const char *s = classes[o.cls].prefix; *s; s++) *p++ = *s;
-    p = decimal(p, o.reg);
-  } else if (o.cls == CG_F32 || o.cls == CG_B16) {
+    return tj_decimal(p, o.reg);
+  }
+  if (o.cls == CG_F32 || o.cls == CG_B16) {
     *p++ = '0';
     *p++ = o.cls == CG_F32 ? 'f' : 'x';
-    p = hex(p, o.bits, o.cls == CG_F32 ? 8 : 4);
-  } else if (o.cls == CG_B32 || o.cls == CG_B64) {
-    p = signed_decimal(p, o.cls == CG_B32 ? (int32_t)(uint32_t)o.bits : (int64_t)o.bits);
-  } else {
-    *p++ = '1';
+    return hex(p, o.bits, o.cls == CG_F32 ? 8 : 4);
   }
-  *p = '\0';
+  if (o.cls == CG_B32 || o.cls == CG_B64)
+    return tj_decimal(p, o.cls == CG_B32 ? (int32_t)(uint32_t)o.bits : (int64_t)o.bits);
+  *p++ = '1';
+  return p;
+}
+
+char *cg_name_at(char *out, CgOperand o) {
+  *name_end(out, o) = '\0';
   return out;
 }
 
@@ -133,14 +123,12 @@ CgName cg_name(CgOperand o) {
 }
 
 CgName cg_address(CgOperand base, int64_t offset) {
-  CgName n, b = cg_name(base);
+  CgName n;
   char *p = n.s;
   *p++ = '[';
-  for (const char *s = b.s; *s; s++) *p++ = *s;
-  if (offset) {
-    *p++ = offset < 0 ? '-' : '+';
-    p = decimal(p, offset < 0 ? 0 - (uint64_t)offset : (uint64_t)offset);
-  }
+  p = name_end(p, base);
+  if (offset > 0) *p++ = '+';
+  if (offset) p = tj_decimal(p, offset); /* '-' and the digits where negative */
   *p++ = ']';
   *p = '\0';
   return n;
@@ -148,49 +136,18 @@ CgName cg_address(CgOperand base, int64_t offset) {
 
 /* ---- lines --------------------------------------------------------------- */
 
-/* The emitter formats every line, so it has its own printf for the few
- * conversions it uses (%s %d %u %lld %%), in one pass; anything else goes
- * to vsnprintf. The format attribute on cg_line still checks every call. */
-static size_t format(char *out, size_t size, const char *fmt, va_list ap) {
-  char *p = out, *end = out + size - 32;
-  for (const char *f = fmt; *f && p < end; f++) {
-    if (*f != '%') {
-      *p++ = *f;
-      continue;
-    }
-    if (f[1] == 's') {
-      for (const char *s = va_arg(ap, const char *); *s && p < end + 31; s++) *p++ = *s;
-      f++;
-    } else if (f[1] == 'd') {
-      p = signed_decimal(p, va_arg(ap, int));
-      f++;
-    } else if (f[1] == 'u') {
-      p = decimal(p, va_arg(ap, unsigned));
-      f++;
-    } else if (f[1] == 'l' && f[2] == 'l' && f[3] == 'd') {
-      p = signed_decimal(p, va_arg(ap, long long));
-      f += 3;
-    } else if (f[1] == '%') {
-      *p++ = '%';
-      f++;
-    } else {
-      return (size_t)-1;
-    }
-  }
-  *p = '\0';
-  return (size_t)(p - out);
-}
-
 /* fmt's text onto the body, as a line (a tab before, a newline after) or
- * as it is, in one append. */
+ * as it is, in one append: tj_format's conversions in one pass (what the
+ * emitter uses), anything else or a longer line through buf_vprintf. The
+ * format attribute on cg_line still checks every call. */
 static void append(CgEmit *e, bool line, const char *fmt, va_list ap) {
   char text[512], *out = text;
   if (line) *out++ = '\t';
   va_list copy;
   va_copy(copy, ap);
-  size_t n = format(out, sizeof text - 2, fmt, copy);
+  size_t n = tj_format(out, sizeof text - 2, fmt, copy);
   va_end(copy);
-  if (n == (size_t)-1 || n >= sizeof text - 42) {
+  if (n == (size_t)-1) {
     if (line) buf_puts(&e->body, "\t");
     buf_vprintf(&e->body, fmt, ap);
     if (line) buf_puts(&e->body, "\n");

@@ -65,6 +65,24 @@ void buf_printf(TjBuf *b, const char *fmt, ...) TJ_PRINTF(2, 3);
 void buf_vprintf(TjBuf *b, const char *fmt, va_list ap) TJ_PRINTF(2, 0);
 void buf_puts(TjBuf *b, const char *s);
 void buf_putn(TjBuf *b, const char *s, size_t n); /* n bytes of s */
+/* v in decimal at out, '-' first where negative; returns the end
+ * (unterminated). Inline: the code generator writes every register
+ * number and offset with it. */
+static inline char *tj_decimal(char *out, int64_t v) {
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  char digits[20];
+  int n = 0;
+  if (v < 0) *out++ = '-';
+  do digits[n++] = (char)('0' + u % 10);
+  while ((u /= 10) != 0);
+  while (n) *out++ = digits[--n];
+  return out;
+}
+/* fmt's text at out (at most size bytes, its NUL included) when it uses only
+ * %s, %d, %u, %lld and %%, in one pass; (size_t)-1 for any other
+ * conversion, a NULL string or text that does not fit, which the caller
+ * then formats with vsnprintf. buf_vprintf's and the emitter's fast path. */
+size_t tj_format(char *out, size_t size, const char *fmt, va_list ap);
 /* Hands the text over to the caller (release with tj_free); the buffer is reset. */
 char *buf_take(TjBuf *b);
 

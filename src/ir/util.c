@@ -78,8 +78,52 @@ static bool reserve(TjBuf *b, size_t extra) {
   return true;
 }
 
+size_t tj_format(char *out, size_t size, const char *fmt, va_list ap) {
+  if (size < 24) return (size_t)-1;
+  char *p = out, *end = out + size - 1, *numbers = end - 21; /* room for a number */
+  for (const char *f = fmt; *f; f++) {
+    if (*f != '%' || f[1] == '%') {
+      if (p == end) return (size_t)-1;
+      *p++ = *f;
+      f += *f == '%';
+    } else if (f[1] == 's') {
+      const char *s = va_arg(ap, const char *);
+      if (!s) return (size_t)-1;
+      for (; *s; s++) {
+        if (p == end) return (size_t)-1;
+        *p++ = *s;
+      }
+      f++;
+    } else if (p > numbers) {
+      return (size_t)-1;
+    } else if (f[1] == 'd') {
+      p = tj_decimal(p, va_arg(ap, int));
+      f++;
+    } else if (f[1] == 'u') {
+      p = tj_decimal(p, va_arg(ap, unsigned));
+      f++;
+    } else if (f[1] == 'l' && f[2] == 'l' && f[3] == 'd') {
+      p = tj_decimal(p, va_arg(ap, long long));
+      f += 3;
+    } else {
+      return (size_t)-1;
+    }
+  }
+  *p = '\0';
+  return (size_t)(p - out);
+}
+
 void buf_vprintf(TjBuf *b, const char *fmt, va_list ap) {
   va_list copy;
+  if (!reserve(b, 255)) return;
+  va_copy(copy, ap);
+  size_t fast = tj_format(b->data + b->len, b->cap - b->len, fmt, copy);
+  va_end(copy);
+  if (fast != (size_t)-1) {
+    b->len += fast;
+    return;
+  }
+  b->data[b->len] = '\0'; /* what the fast path left past the end */
   va_copy(copy, ap);
   int n = vsnprintf(NULL, 0, fmt, copy);
   va_end(copy);
