@@ -248,11 +248,14 @@ static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
  * its last piece, loaded or not. Measured on an H100 (bench/RESULTS.md,
  * 2026-11-26), % of copy: bf16 4096 x 50257 in clusters of 2 (104
  * elements a thread) 83.8 at 32 (128 slots), 89.2 at 40 (120). */
-static int fitted_stage(int64_t n, int elem, int64_t ctas, int threads) {
-  int64_t per_thread = thread_share(n, elem, ctas, threads);
+static int stage_for_share(int64_t per_thread) {
   int64_t narrow = ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES;
   int64_t wide = ceil_div(per_thread, STAGE_WIDER) * STAGE_WIDER;
   return wide < narrow ? STAGE_WIDER : STAGE_VALUES;
+}
+
+static int fitted_stage(int64_t n, int elem, int64_t ctas, int threads) {
+  return stage_for_share(thread_share(n, elem, ctas, threads));
 }
 
 /* A row wider than the grid's shared memory holds: every CTA the device
@@ -376,7 +379,7 @@ static bool plan_one_cta(const tj_device_info *d, int elem, int64_t m, int64_t n
                          tj_softmax_plan *plan) {
   if (d->arch != 90 || tiles != 1 || m < d->sm_count) return false;
   int64_t share = thread_share(n, elem, 1, STAGE_ONE_THREADS);
-  int stage = fitted_stage(n, elem, 1, STAGE_ONE_THREADS);
+  int stage = stage_for_share(share);
   int64_t bytes = ceil_div(share, stage) * stage * STAGE_ONE_THREADS * elem;
   bool whole = share % stage == 0;
   if (bytes > (elem == 4 ? STAGE_ONE_BYTES : STAGE_CTA_BYTES) || (elem != 4 && !whole) ||
