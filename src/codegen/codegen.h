@@ -356,6 +356,10 @@ void cg_phase_begin(CgCtx *c, CgLayout *l, CgOperand start_address, int esize);
 bool cg_phase_pending(const CgCtx *c, int value);
 /* Whether slot k of a layout may wrap; if so, *wraps is the predicate. */
 bool cg_phase_wraps(CgCtx *c, const CgLayout *l, int slot, CgOperand *wraps);
+/* Whether slot k of a layout may wrap; if so, *with becomes `with` and
+ * whether the slot wraps (wrapped) or holds its element directly
+ * (!wrapped), in one compare. */
+bool cg_phase_side(CgCtx *c, const CgLayout *l, int slot, bool wrapped, CgOperand *with);
 /* An affine value at slot k (start + lane*VEC - phase + offset), plus the
  * tile's length where the slot wraps. */
 CgOperand cg_phase_fix(CgCtx *c, const CgLayout *l, CgOperand value, int slot);

@@ -49,6 +49,12 @@
 
 #define MAX_CHUNK 8
 
+/* The element a slot of a phased access that may wrap stands for (phase.c):
+ * the one it holds, chosen at run time (SIDE_EITHER), or, where the code
+ * already knows which, the element lane*VEC + k - q (SIDE_DIRECT) or the
+ * tile's one a length further on (SIDE_WRAPPED). */
+typedef enum Side { SIDE_EITHER, SIDE_DIRECT, SIDE_WRAPPED } Side;
+
 typedef struct Access {
   CgCtx *c;
   const IrInst *in;
@@ -66,6 +72,7 @@ typedef struct Access {
   CgOperand aligned; /* phased vectors: this access's vectors are aligned */
   bool has_w0;       /* phased vectors: lane 0's first vector wraps when w0 holds */
   CgOperand w0;
+  Side side; /* which element a slot that may wrap holds (partial_vectors) */
   int nfirst; /* affine tiles of the mask: value, t*VEC + start */
   int first_of[4];
   CgOperand first[4];
@@ -241,10 +248,14 @@ static CgOperand affine_at(Access *a, int value, int slot) {
     }
   }
   int64_t off = cg_slot_offset(c, l, slot);
-  if (!off) return cg_phase_fix(c, l, first, slot);
-  CgOperand d = cg_reg_of(c, (tj_elem)v->elem);
-  cg_line(&c->em, "%s %s, %s, %lld;", add, CG_N(d), CG_N(first), (long long)off);
-  return cg_phase_fix(c, l, d, slot);
+  bool known = l == a->l && a->side != SIDE_EITHER;
+  if (known && a->side == SIDE_WRAPPED) off += l->len;
+  CgOperand d = first;
+  if (off) {
+    d = cg_reg_of(c, (tj_elem)v->elem);
+    cg_line(&c->em, "%s %s, %s, %lld;", add, CG_N(d), CG_N(first), (long long)off);
+  }
+  return known ? d : cg_phase_fix(c, l, d, slot);
 }
 
 /* Monotone mask `value` at `slot`, and `with`, computed from its expression
@@ -366,6 +377,37 @@ static void pack_words(CgCtx *c, const CgOperand *halves, const CgOperand *words
  * predicate. */
 typedef void (*MoveElement)(Access *a, CgOperand pred, int q, int v, const CgOperand *regs);
 
+/* Lane 0's first vector, which may wrap (phase.c), in two parts whose
+ * slots' sides are known: its direct elements (slot k holds element
+ * lane*VEC + k - q >= 0), each under one compare of its side and its
+ * mask's; then its wrapped ones (the tile's last q elements) in a block
+ * of their own, entered only where the first of them is in the mask (the
+ * mask is monotone), so never in rows shorter than the tile by VEC. Its
+ * last element moves only in lane 0: elsewhere it is in the mask only
+ * where the vector is whole. (Each slot choosing its element at run time
+ * took ten instructions an element: bench/RESULTS.md, Z7.) */
+static void wrapping_vector(Access *a, int q, MoveElement move, const CgOperand *regs) {
+  CgCtx *c = a->c;
+  int n = a->chunk, k0 = q * n, label = c->em.labels++;
+  CgOperand guard = guard_at(a, k0);
+  a->side = SIDE_DIRECT;
+  for (int v = 0; v < n; v++) {
+    CgOperand with = v < n - 1 ? guard : cg_and_pred(c, guard, a->w0);
+    cg_phase_side(c, a->l, k0 + v, false, &with);
+    move(a, mask_at(a, a->mask, k0 + v, with), q, v, regs);
+  }
+  a->side = SIDE_WRAPPED;
+  CgOperand enter = mask_at(a, a->mask, k0, cg_and_pred(c, guard, a->w0));
+  cg_line(&c->em, "@!%s bra $Lwrapped_%d;", CG_N(enter), label);
+  for (int v = 0; v < n; v++) {
+    CgOperand with = guard;
+    if (cg_phase_side(c, a->l, k0 + v, true, &with))
+      move(a, mask_at(a, a->mask, k0 + v, with), q, v, regs);
+  }
+  cg_raw(&c->em, "$Lwrapped_%d:\n", label);
+  a->side = SIDE_EITHER;
+}
+
 /* The block of chunks [q0, q1). */
 static void partial_vectors(Access *a, const Preds *p, int q0, int q1, MoveElement move,
                             const CgOperand *regs, const CgOperand *words) {
@@ -381,11 +423,12 @@ static void partial_vectors(Access *a, const Preds *p, int q0, int q1, MoveEleme
   cg_line(&c->em, "@!%s bra $Lpart_%d;", CG_N(any), label);
   if (words) unpack_words(c, words + q0 * n / 2, regs + q0 * n, (q1 - q0) * n / 2);
   for (int q = q0; q < q1; q++) {
+    if (may_wrap(a, q * n, n)) {
+      wrapping_vector(a, q, move, regs);
+      continue;
+    }
     for (int v = 0; v < n - 1; v++)
       move(a, mask_at(a, a->mask, q * n + v, guard_at(a, q * n)), q, v, regs);
-    if (may_wrap(a, q * n, n)) /* its last element too */
-      move(a, cg_and_pred(c, mask_at(a, a->mask, q * n + n - 1, guard_at(a, q * n)), a->w0), q,
-           n - 1, regs);
   }
   if (words) pack_words(c, regs + q0 * n, words + q0 * n / 2, (q1 - q0) * n / 2);
   cg_raw(&c->em, "$Lpart_%d:\n", label);
@@ -497,20 +540,25 @@ static void misaligned_path(Access *a, int label) {
 /* ---- loads ------------------------------------------------------------------ */
 
 /* Where slot k moves under pred: one (predicate, address) pair, or two for
- * a slot that may wrap (phase.c), its wrapped element a tile further on. */
+ * a slot that may wrap (phase.c), its wrapped element a tile further on;
+ * one, the element of the access's side, where that is known. */
 typedef struct Where {
   CgOperand pred;
   CgName address;
 } Where;
 
+static CgName wrapped_address(const Access *a, int k) {
+  return cg_address(a->addr0, (cg_slot_offset(a->c, a->l, k) + a->l->len) * a->esize);
+}
+
 static int where(Access *a, CgOperand pred, int k, Where *w) {
   CgOperand wraps;
   w[0].pred = pred;
-  w[0].address = address(a, k);
-  if (!a->wraps || !cg_phase_wraps(a->c, a->l, k, &wraps)) return 1;
+  w[0].address = a->side == SIDE_WRAPPED ? wrapped_address(a, k) : address(a, k);
+  if (a->side != SIDE_EITHER || !a->wraps || !cg_phase_wraps(a->c, a->l, k, &wraps)) return 1;
   w[0].pred = but_not(a->c, pred, wraps);
   w[1].pred = cg_and_pred(a->c, pred, wraps);
-  w[1].address = cg_address(a->addr0, (cg_slot_offset(a->c, a->l, k) + a->l->len) * a->esize);
+  w[1].address = wrapped_address(a, k);
   return 2;
 }
 

@@ -120,18 +120,40 @@ bool cg_phase_pending(const CgCtx *c, int value) {
   return l->phased && l->rotated.cls != CG_B32;
 }
 
-/* Slot k < VEC wraps when lane*VEC + k < q, that is rotated + k < 0; in a
- * streamed layout only in the first piece (rotated + piece start + k < 0). */
-bool cg_phase_wraps(CgCtx *c, const CgLayout *l, int slot, CgOperand *wraps) {
-  if (!l->phased || slot >= l->vec || l->rotated.cls != CG_B32) return false;
-  CgOperand at = l->rotated, start = c->piece_start;
+/* Slot k wraps when lane*VEC + k < q, that is at + k < 0 with at = rotated;
+ * in a streamed layout only in the first piece (at = rotated + the piece's
+ * start). Since q < VEC, at >= -(VEC - 1), and slots from VEC - 1 up never
+ * wrap. Returns false where slot k cannot wrap. */
+static bool wrap_base(CgCtx *c, const CgLayout *l, int slot, CgOperand *at) {
+  if (!l->phased || slot >= l->vec - 1 || l->rotated.cls != CG_B32) return false;
+  CgOperand start = c->piece_start;
+  *at = l->rotated;
   bool piece = c->streamed && l == &c->layouts[c->stream.layout];
   if (piece && !(start.imm && start.bits == 0)) {
-    at = cg_reg(&c->em, CG_B32);
-    cg_line(&c->em, "add.s32 %s, %s, %s;", CG_N(at), CG_N(l->rotated), CG_N(start));
+    *at = cg_reg(&c->em, CG_B32);
+    cg_line(&c->em, "add.s32 %s, %s, %s;", CG_N(*at), CG_N(l->rotated), CG_N(start));
   }
+  return true;
+}
+
+bool cg_phase_wraps(CgCtx *c, const CgLayout *l, int slot, CgOperand *wraps) {
+  CgOperand at;
+  if (!wrap_base(c, l, slot, &at)) return false;
   *wraps = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "setp.lt.s32 %s, %s, %d;", CG_N(*wraps), CG_N(at), -slot);
+  return true;
+}
+
+bool cg_phase_side(CgCtx *c, const CgLayout *l, int slot, bool wrapped, CgOperand *with) {
+  CgOperand at;
+  if (!wrap_base(c, l, slot, &at)) return false;
+  CgOperand d = cg_reg(&c->em, CG_PRED);
+  const char *cmp = wrapped ? "lt" : "ge";
+  if (cg_is_true(*with))
+    cg_line(&c->em, "setp.%s.s32 %s, %s, %d;", cmp, CG_N(d), CG_N(at), -slot);
+  else
+    cg_line(&c->em, "setp.%s.and.s32 %s, %s, %d, %s;", cmp, CG_N(d), CG_N(at), -slot, CG_N(*with));
+  *with = d;
   return true;
 }
 
