@@ -36,6 +36,9 @@
  *   @mask_i ld.global ...               every element but the last of each vector
  *   $Lpart_K:
  *
+ * (In a phased layout lane 0's first vector may wrap: its elements move
+ * in two parts there, wrapping_vector's.)
+ *
  * A staged load's first phase on sm_80 and later (stream.c's prefetch)
  * copies its whole vectors into the stash with cp.async instead, under the
  * same `full` predicates, and the loop reads them back from there
@@ -68,7 +71,7 @@ typedef struct Access {
   CgOperand addr0;   /* affine: address of the thread's first element */
   CgOperand *addrs;  /* otherwise: per slot */
   bool remat;        /* the mask is computed again here (a monotone tile mask) */
-  bool wraps;        /* affine on a phased layout: slots below VEC may wrap (phase.c) */
+  bool wraps;        /* affine on a phased layout: slots below VEC - 1 may wrap (phase.c) */
   CgOperand aligned; /* phased vectors: this access's vectors are aligned */
   bool has_w0;       /* phased vectors: lane 0's first vector wraps when w0 holds */
   CgOperand w0;
@@ -382,22 +385,23 @@ typedef void (*MoveElement)(Access *a, CgOperand pred, int q, int v, const CgOpe
  * lane*VEC + k - q >= 0), each under one compare of its side and its
  * mask's; then its wrapped ones (the tile's last q elements) in a block
  * of their own, entered only where the first of them is in the mask (the
- * mask is monotone), so never in rows shorter than the tile by VEC. Its
- * last element moves only in lane 0: elsewhere it is in the mask only
- * where the vector is whole. (Each slot choosing its element at run time
- * took ten instructions an element: bench/RESULTS.md, Z7.) */
+ * mask is monotone; a row shorter than the tile by VEC never enters). Its
+ * last element moves only where the vector wraps (w0): elsewhere it is in
+ * the mask only where the vector is whole. (Each slot choosing its
+ * element at run time took ten instructions an element: bench/RESULTS.md,
+ * Z7 and AA2.) */
 static void wrapping_vector(Access *a, int q, MoveElement move, const CgOperand *regs) {
   CgCtx *c = a->c;
   int n = a->chunk, k0 = q * n, label = c->em.labels++;
-  CgOperand guard = guard_at(a, k0);
+  CgOperand guard = guard_at(a, k0), wrapping = cg_and_pred(c, guard, a->w0);
   a->side = SIDE_DIRECT;
   for (int v = 0; v < n; v++) {
-    CgOperand with = v < n - 1 ? guard : cg_and_pred(c, guard, a->w0);
+    CgOperand with = v < n - 1 ? guard : wrapping;
     cg_phase_side(c, a->l, k0 + v, false, &with);
     move(a, mask_at(a, a->mask, k0 + v, with), q, v, regs);
   }
   a->side = SIDE_WRAPPED;
-  CgOperand enter = mask_at(a, a->mask, k0, cg_and_pred(c, guard, a->w0));
+  CgOperand enter = mask_at(a, a->mask, k0, wrapping);
   cg_line(&c->em, "@!%s bra $Lwrapped_%d;", CG_N(enter), label);
   for (int v = 0; v < n; v++) {
     CgOperand with = guard;
