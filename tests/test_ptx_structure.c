@@ -473,6 +473,18 @@ START_TEST(partial_vectors_in_their_own_block) {
    * a thread): a block per vector, for the load and for the store. */
   ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 577, 0, 0, 2, 90, 0, 1}, NULL);
   ck_assert_int_eq(ptx_count(ptx, "bra $Lpart_"), 6);
+  /* Lane 0's first vector, which wraps, knows each slot's side: its
+   * direct elements first, no slot choosing its element by a selp, then
+   * its wrapped ones in a block of their own (for the load and the store),
+   * and no test for a wrap of slot VEC - 1 (q < VEC: it never wraps). */
+  ck_assert_int_eq(ptx_count(ptx, "bra $Lwrapped_"), 2);
+  int block = ptx_find_line(ptx, "bra $Lpart_", 0),
+      wrapped = ptx_find_line(ptx, "bra $Lwrapped_", block);
+  ck_assert_int_gt(block, 0);
+  ck_assert_int_gt(wrapped, block);
+  int selp = ptx_find_line(ptx, "selp.b32", block);
+  ck_assert_msg(selp > wrapped, "a selp at line %d, among the direct elements", selp);
+  ck_assert_int_eq(ptx_count(ptx, ", -7;"), 0);
   tj_free(ptx);
 }
 END_TEST
