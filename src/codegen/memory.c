@@ -365,19 +365,20 @@ static void pack_words(CgCtx *c, const CgOperand *halves, const CgOperand *words
  * mask, those of full vectors again too (the same values, from and to the
  * same thread): fewer predicates than `mask and not full`, and in each row
  * only the thread that holds the row's partial vector (and lane 0, for
- * its wrapping first vector) gets here. Where rows start at any phase
- * and an instance is one warp or less (rows of up to CG_WARP_ROW_MAX),
- * every warp runs the block for every row (lane 0 wraps), so there it is
- * a block per vector (chunk) q, which threads without a partial vector q
- * branch over: a row of one warp (16-bit N = 577: four vectors a thread)
- * then runs two of its four vectors' elements, not all of them. Measured
- * on an H200 (bench/RESULTS.md, X25), % of copy: f16 116307 x 577 71 ->
- * 79, 131201 x 1023 95 -> 98, f32 116307 x 577 97 -> 98. Not elsewhere:
- * aligned rows, which enter the block only at a row's end, lost (f16
- * 116509 x 576 95.3 -> 93.0, 65536 x 1024 97.5 -> 96.4), and blocks per
- * vector spilled in the ptxas sweep (sm_100 clusters of 16-bit phased
- * rows). `move` writes the access of element v of chunk q under a
- * predicate. */
+ * its wrapping first vector) gets here. Where rows start at any phase,
+ * every row sends lane 0 (it wraps) and its tail's thread through the
+ * block, so there it is a block per vector (chunk) q, which threads
+ * without a partial vector q branch over: a row of one warp (16-bit N =
+ * 577: three vectors a thread) then runs one or two of its vectors'
+ * elements, not all of them, and in a row of a CTA the warps holding lane
+ * 0 and the tail no longer run every vector's elements while the others
+ * wait at the reduction's barrier. Measured on an H200 (bench/RESULTS.md,
+ * X25 and AA7), % of copy: f16 116307 x 577 71 -> 79, 131201 x 1023 95 ->
+ * 98; f16 10872 x 12345 87 -> 90, 44739 x 3000 96 -> 100.6. Not in
+ * aligned rows, which enter the block only at a row's end: they lost
+ * there (f16 116509 x 576 95.3 -> 93.0, 65536 x 1024 97.5 -> 96.4); nor
+ * in streamed ones, whose pieces each hold part of a row. `move` writes
+ * the access of element v of chunk q under a predicate. */
 typedef void (*MoveElement)(Access *a, CgOperand pred, int q, int v, const CgOperand *regs);
 
 /* Lane 0's first vector, which may wrap (phase.c), in two parts whose
@@ -442,7 +443,7 @@ static void partial_block(Access *a, const Preds *p, int chunks, MoveElement mov
                           const CgOperand *regs, const CgOperand *words) {
   CgCtx *c = a->c;
   if (!a->remat || a->chunk == 1) return;
-  if (c->geo.span > 32 || c->streamed || !a->l->phased) {
+  if (c->streamed || !a->l->phased) {
     partial_vectors(a, p, 0, chunks, move, regs, words);
     return;
   }
