@@ -5,16 +5,17 @@ softmax template at a BLOCK past 1024, where one row takes a whole CTA
     TILEJIT_LIBRARY=build/libtilejit.so python3 bench/experiments/few_rows.py
 
 Each figure: the median of 200 CUDA-event times, L2 flushed (256 MB zeroed)
-before each call, as GB/s (2 * M * N * element bytes) and as the ratio to
+before each call (two_phases.py's median_ms), as GB/s (2 * M * N * element bytes) and as the ratio to
 the plan in the same process. Every output is checked against torch.
 """
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(__file__))
+import torch  # noqa: E402
 import tilejit  # noqa: E402
+from two_phases import median_ms  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 TEXT = open(os.path.join(ROOT, "templates", "softmax.tj")).read()
@@ -23,17 +24,7 @@ flush = torch.empty(256 * 1000 * 1000, dtype=torch.uint8, device="cuda")
 
 
 def median_us(fn, reps=200):
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000)
-    times.sort()
-    return times[len(times) // 2]
+    return median_ms(fn, flush, reps) * 1000
 
 
 def main():
@@ -57,4 +48,5 @@ def main():
         print(line, flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()
