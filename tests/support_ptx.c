@@ -41,7 +41,7 @@ char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kern
   if (st == TJ_OK) st = tj_device_nominal(cfg->arch ? cfg->arch : 90, &device);
   int align = cfg->phased ? 1 : cfg->align ? cfg->align : 16;
   if (st == TJ_OK)
-    st = rt_row_plan(&device, TJ_ROW_SOFTMAX, cfg->dtype, 65536, cfg->n, &so, align >= 16, &plan);
+    st = rt_row_plan(&device, TJ_ROW_SOFTMAX, cfg->dtype, 65536, cfg->n, &so, align, &plan);
   if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes */
     rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, cfg->dtype, cfg->n, align, cfg->phased,
                          cfg->warps != 0);

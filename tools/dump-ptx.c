@@ -179,13 +179,14 @@ static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options 
                                 .stage = o->stage,
                                 .stash = o->stash};
   tj_softmax_plan plan;
+  int align = o->phased ? 1 : o->align; /* --phased: rows off 16 bytes whatever --align */
   tj_status st = tj_device_nominal(o->arch, &device);
   if (st == TJ_OK)
     st = rt_row_plan(&device, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->m ? o->m : 65536, o->n,
-                     &options, !o->phased && o->align >= 16, &plan);
-  if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes (--phased: off them whatever --align) */
-    rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->n,
-                         o->phased ? 1 : o->align, o->phased, o->warps != 0);
+                     &options, align, &plan);
+  if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes */
+    rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->n, align,
+                         o->phased, o->warps != 0);
   if (st == TJ_OK && o->block) plan.block = o->block;
   if (st == TJ_OK) st = tj_softmax_program(plan.which, o->n, p);
   if (st == TJ_OK && (st = tj_softmax_spec_options(&plan, (tj_dtype)o->dtype, o->n, so)) != TJ_OK)

@@ -548,10 +548,11 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
                           bool narrow);
 /* Row tiles an op keeps in registers across its reduction (softmax 1). */
 int rt_row_tiles(tj_row_op op);
-/* tj_row_plan_for for rows that start on 16-byte boundaries (aligned) or
- * not: a few staged shapes are only for the former. */
+/* tj_row_plan_for for rows whose pointers and strides are multiples of
+ * `align` bytes: a few staged shapes are only for rows on 16-byte
+ * boundaries (align 16). */
 tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
-                      int64_t n, const tj_softmax_options *options, bool aligned,
+                      int64_t n, const tj_softmax_options *options, int align,
                       tj_softmax_plan *plan);
 /* The plan (warps, BLOCK) on device for rows whose pointers and strides
  * are aligned to `align` bytes, all at one phase or not; whether its

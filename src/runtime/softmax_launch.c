@@ -245,7 +245,7 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   tj_softmax_options planned = *o;
   if (align < 16 && !any_phase && !o->stage) planned.stage = -1;
   tj_softmax_plan plan;
-  st = rt_row_plan(&ctx->info, op, dtype, m, n, &planned, align >= 16, &plan);
+  st = rt_row_plan(&ctx->info, op, dtype, m, n, &planned, align, &plan);
   if (st != TJ_OK)
     return rt_fail(ctx, st, "%s: no plan for %lld x %lld%s", row_ops[op].api, (long long)m,
                    (long long)n,

@@ -555,7 +555,7 @@ static void fewer_warps(tj_softmax_plan *plan, int elem, int64_t n, int tiles) {
 }
 
 tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
-                      int64_t n, const tj_softmax_options *options, bool aligned,
+                      int64_t n, const tj_softmax_options *options, int align,
                       tj_softmax_plan *plan) {
   static const tj_softmax_options none;
   const tj_softmax_options *o = options ? options : &none;
@@ -594,7 +594,7 @@ tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype
    * 93.5-94.2 / 90.8-91.4, 2^20 76.3-76.4 / 78.9-80.8. */
   bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
   if (!o->stage && !chosen && (tiles == 1 || elem == 2))
-    plan_staged(device, dtype, m, n, tiles, wide, aligned, plan);
+    plan_staged(device, dtype, m, n, tiles, wide, align >= 16, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
@@ -608,7 +608,7 @@ tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype
 
 tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
                           int64_t n, const tj_softmax_options *options, tj_softmax_plan *plan) {
-  return rt_row_plan(device, op, dtype, m, n, options, true, plan);
+  return rt_row_plan(device, op, dtype, m, n, options, 16, plan);
 }
 
 tj_status tj_softmax_plan_for(const tj_device_info *device, tj_dtype dtype, int64_t m, int64_t n,
