@@ -582,7 +582,8 @@ END_TEST
  * a sweep of widths and row counts, the plan's kernel keeps no more shared
  * memory than the arch gives a CTA: the plan sizes its shares as the code
  * generator lays them out (BLOCK rounded up, whole pieces). Estimated from
- * n instead, a share could come out at up to 1.9 times the plan's. */
+ * n instead, a share could come out at up to 1.9 times the plan's. Pieces
+ * of a power of two and of other sizes (STAGE 40) both occur. */
 START_TEST(staged_plans_compile) {
   static const int archs[] = {80, 86, 89, 90, 100, 120};
   static const int64_t ns[] = {16385,  16569,  17409,  32001,   40000,  65536,
@@ -616,6 +617,13 @@ START_TEST(staged_plans_compile) {
                           tj_spec_error(sp));
             ck_assert_int_le(info.shape.shared_bytes + info.shape.dynamic_shared_bytes,
                              d.max_shared_per_block_optin);
+            /* A piece's place in the stash is an exact quotient (a shift
+             * and a multiply), never div.u32, which ptxas expands into
+             * about fifteen instructions through the XU pipe a piece;
+             * only a grid split's addresses divide, once an instance. */
+            if (plan.split <= 1)
+              ck_assert_msg(ptx_count(ptx, "div.u32") == 0, "sm_%d n %lld: a division", archs[a],
+                            (long long)ns[i]);
             staged++;
             tj_free(ptx);
             tj_spec_destroy(sp);

@@ -294,6 +294,27 @@ bool cg_stash_holds(CgCtx *c, int inst) {
   return st->fetched[inst] != st->current;
 }
 
+/* q = n / d where d > 0 divides n (n >= 0): a piece's start is a whole
+ * number of steps. ptxas expands div.u32 by a constant into a reciprocal
+ * through the XU pipe (about fifteen instructions a piece), so this is a
+ * shift by d's factors of two, then a multiply by the inverse of its odd
+ * part modulo 2^32, which is exact for a multiple. */
+static void exact_quotient(CgCtx *c, CgOperand q, CgOperand n, int64_t d) {
+  int shift = 0;
+  while (!(d & 1)) d >>= 1, shift++;
+  uint32_t inverse = (uint32_t)d; /* Newton: each step doubles the bits right */
+  for (int i = 0; i < 5; i++) inverse *= 2u - (uint32_t)d * inverse;
+  CgOperand at = n;
+  if (shift) {
+    cg_line(&c->em, "shr.u32 %s, %s, %d;", CG_N(q), CG_N(n), shift);
+    at = q;
+  }
+  if (inverse != 1)
+    cg_line(&c->em, "mul.lo.u32 %s, %s, %u;", CG_N(q), CG_N(at), inverse);
+  else if (!shift)
+    cg_line(&c->em, "mov.u32 %s, %s;", CG_N(q), CG_N(n));
+}
+
 /* The thread's first unit of the piece being lowered: tj_smem + stash +
  * ((piece * units) * T + tid) * U, piece = piece_start / step. */
 static CgOperand stash_address(CgCtx *c, int inst, int unit, int units) {
@@ -302,7 +323,7 @@ static CgOperand stash_address(CgCtx *c, int inst, int unit, int units) {
   CgOperand at = cg_reg(e, CG_B32);
   cg_line(e, "mov.u32 %s, tj_smem;", CG_N(smem));
   cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(mine), CG_N(c->geo.tid), unit, CG_N(smem));
-  cg_line(e, "div.u32 %s, %s, %lld;", CG_N(piece), CG_N(c->piece_start), (long long)c->stream.step);
+  exact_quotient(c, piece, c->piece_start, c->stream.step);
   cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(at), CG_N(piece), units * unit * c->geo.threads,
           CG_N(mine));
   int64_t offset = c->stream.stash[inst] - (int64_t)c->stream.held * units * unit * c->geo.threads;
