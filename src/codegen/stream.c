@@ -247,7 +247,10 @@ static void plan_stash(CgCtx *c, uint8_t *need) {
   for (int i = 0; i < p->ninsts; i++) {
     st->stash[i] = st->fetched[i] = -1;
     if (phases[i] < 2 || stashed == 0 || bytes > cg_max_shared(c->arch)) continue;
-    int64_t at = (bytes + 15) / 16 * 16;
+    /* On a 128-byte line: cp.async fills the stash in 32-byte sectors, and
+     * a stash 16 bytes off them cost aligned rows in clusters 6 to 9
+     * points of copy on an H100 (bench/RESULTS.md, 2026-11-27). */
+    int64_t at = (bytes + 127) / 128 * 128;
     st->stash[i] = (int)at;
     bytes = at + (int64_t)piece_bytes(c, i) * c->geo.threads * stashed;
   }
