@@ -582,7 +582,8 @@ struct tj_device_info {
   int registers_per_sm;
   int l2_bytes;
   int cooperative_launch;         /* the device launches cooperative kernels (SPLIT > 1) */
-  int cluster_launch;             /* the device launches thread-block clusters (CLUSTER > 1) */
+  int cluster_launch;             /* the device launches thread-block clusters (CLUSTER > 1),
+                                     and the driver loads their PTX ISA (8.1) */
 };
 
 /* A nominal device of an arch, for planning without a GPU (dump-ptx): the

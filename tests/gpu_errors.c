@@ -395,6 +395,34 @@ START_TEST(context_options_are_checked) {
 }
 END_TEST
 
+/* A request for an ISA below the cluster kernels' (8.1: st.async) leaves
+ * the device without clusters: rows that would take a cluster run in
+ * another shape, and right; the default context keeps them on sm_90. */
+START_TEST(an_isa_below_clusters_plans_none) {
+  tj_context *ctx = gpu_context(NULL);
+  tj_device_info info;
+  ck_assert_int_eq(tj_context_device_info(ctx, &info), TJ_OK);
+  bool clusters = info.cluster_launch != 0;
+  tj_context_destroy(ctx);
+  if (info.arch < 90) return;
+  ck_assert_msg(clusters, "%s (sm_%d): no clusters at the driver's ISA", info.name, info.arch);
+  ctx = gpu_context(&(tj_context_options){.device = 0, .ptx_version = 80});
+  ck_assert_int_eq(tj_context_device_info(ctx, &info), TJ_OK);
+  ck_assert_int_eq(info.cluster_launch, 0);
+  static const int64_t ns[] = {65536, 131072};
+  GpuCase cases[2 * 3];
+  int count = 0;
+  for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
+    for (int i = 0; i < 2; i++)
+      cases[count++] = (GpuCase){
+          .dtype = d, .m = 3, .n = ns[i], .seed = test_seed(8, (uint64_t)d, (uint64_t)i)};
+  GpuTally tally = {0};
+  gpu_run_cases(ctx, cases, count, NULL, false, &tally);
+  gpu_report("PTX ISA 8.0, no clusters", &tally);
+  tj_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(older_arch_targets_run) {
   static const int archs[] = {75, 80};
   static const int64_t ns[] = {1, 100, 1000, 5000, 40000};
@@ -453,6 +481,7 @@ int main(void) {
   tcase_add_test(t, a_misspecialized_launch_is_refused_and_the_context_lives);
   tcase_add_test(t, context_options_are_checked);
   tcase_add_test(t, older_arch_targets_run);
+  tcase_add_test(t, an_isa_below_clusters_plans_none);
   tcase_add_test(t, tiny_cache_evicts_and_stays_correct);
   suite_add_tcase(s, t);
   return gpu_main(s);

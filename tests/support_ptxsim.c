@@ -30,6 +30,13 @@
  * (a CTA-local address used as a shared::cluster one names the CTA itself,
  * as in PTX).
  *
+ * mbarriers live in their 8 bytes of shared memory (pending and expected
+ * arrivals, tx-count, parity); mbarrier.arrive.expect_tx and st.async's
+ * complete_tx update them at once, completing a phase when nothing is
+ * pending, and try_wait.parity is a poll. Use before init, a phase given
+ * more bytes than it expects and an st.async whose mbarrier is in another
+ * CTA than its data are errors.
+ *
  * cp.async copies are asynchronous here too: each thread keeps its copies
  * pending, in commit groups, and performs them (reading global memory then)
  * only at the cp.async.wait_group or wait_all that waits for them. A shared
@@ -61,7 +68,8 @@ enum { ACCESS_READ = 1, ACCESS_WRITE = 2 };
   X(BFE, "bfe")   X(CVT, "cvt")   X(CVTA, "cvta")   X(SELP, "selp") X(FMA, "fma")   X(SETP, "setp")\
   X(EX2, "ex2")   X(LG2, "lg2")   X(LD, "ld")       X(ST, "st")     X(ATOM, "atom") X(RED, "red")  \
   X(MAPA, "mapa") X(SHFL, "shfl") X(BAR, "bar")     X(BARRIER, "barrier") X(FENCE, "fence")        \
-  X(MEMBAR, "membar") X(BRA, "bra") X(RET, "ret")   X(EXIT, "exit") X(CP, "cp")
+  X(MEMBAR, "membar") X(BRA, "bra") X(RET, "ret")   X(EXIT, "exit") X(CP, "cp")                 \
+  X(MBARRIER, "mbarrier")
 /* clang-format on */
 
 typedef enum Op {
@@ -71,6 +79,9 @@ typedef enum Op {
       OP_COUNT,
   OP_CLUSTER_ARRIVE = OP_COUNT, /* barrier.cluster.arrive, set by decoding */
   OP_CLUSTER_WAIT,              /* barrier.cluster.wait */
+  OP_MBAR_INIT,                 /* mbarrier.init */
+  OP_MBAR_ARRIVE,               /* mbarrier.arrive.expect_tx */
+  OP_MBAR_WAIT,                 /* mbarrier.try_wait.parity */
 } Op;
 
 static const char *const op_names[OP_COUNT] = {
@@ -109,6 +120,7 @@ enum {
 /* clang-format on */
 enum { MUL_LO, MUL_WIDE, MUL_HI };
 enum { CP_COPY, CP_COMMIT, CP_WAIT, CP_WAIT_ALL };
+enum { ST_PLAIN, ST_ASYNC }; /* st: st.async...mbarrier::complete_tx::bytes has an mbarrier */
 enum { ROUND_NEAREST, ROUND_ZERO, ROUND_DOWN, ROUND_UP };
 
 /* Operations of atom and red. */
@@ -147,7 +159,7 @@ typedef struct Ins {
   uint8_t cmp, combine, aop;
   uint8_t mode;      /* mul, mad: MUL_*; cvt: ROUND_*; cp.async: CP_* */
   Ty to;             /* cvt: the destination type (ty is the source) */
-  char mods[10][20]; /* the dotted parts after the opcode */
+  char mods[10][32]; /* the dotted parts after the opcode */
   int nmods;
   int guard; /* predicate register, or -1 */
   int guard_neg;
@@ -301,6 +313,7 @@ static bool parse_operand(Kernel *k, char *text, Opnd *o) {
     o->kind = K_SMEM;
     return true;
   }
+  if (strcmp(text, "_") == 0) return true; /* a sink: K_NONE */
   o->kind = K_IMM;
   if (text[0] == '0' && (text[1] == 'f' || text[1] == 'd')) /* f32 and f64 bits */
     o->imm = strtoull(text + 2, NULL, 16);
@@ -407,7 +420,33 @@ static bool check_atomic(Ins *in, const char *op, char *why, size_t size) {
   return true;
 }
 
+/* st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.type
+ * [a], v, [bar]: a store into another CTA's shared memory that completes
+ * its bytes of the transaction of the mbarrier at bar (in that CTA). */
+static bool decode_st_async(Kernel *k, Ins *in, char *why, size_t size) {
+  int n = in->nmods;
+  bool vec = n == 5 && word_in(in->mods[3], "v2 v4");
+  if ((n != 4 && !vec) || strcmp(in->mods[1], "shared::cluster") ||
+      strcmp(in->mods[2], "mbarrier::complete_tx::bytes") || in->ty == TY_NONE ||
+      types[in->ty].bits < 32)
+    return bad(why, size,
+               "only st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.type of 32 "
+               "or 64 bits is supported");
+  if (in->nops != 3 || in->o[2].kind != K_ADDR || in->o[2].base != BASE_REG)
+    return bad(why, size, "st.async takes an address, a value and an mbarrier's address");
+  in->vec = vec ? (uint8_t)(in->mods[3][1] - '0') : 1;
+  in->space = SPACE_CLUSTER;
+  in->mode = ST_ASYNC;
+  in->nops = 2; /* the address and value as a store's; o[2] stays the mbarrier */
+  need_target(k, 90);
+  bool ok = check_memory_operands(in, why, size);
+  in->nops = 3;
+  return ok;
+}
+
 static bool decode_memory(Kernel *k, Ins *in, char *why, size_t size) {
+  if (in->op == OP_ST && in->nmods && !strcmp(in->mods[0], "async"))
+    return decode_st_async(k, in, why, size);
   const char *q[Q_COUNT] = {0};
   for (int i = 0; i < in->nmods; i++) {
     const char *m = in->mods[i];
@@ -517,6 +556,11 @@ static bool decode_fence(Kernel *k, Ins *in, char *why, size_t size) {
       return bad(why, size, "membar needs one of .cta, .gl, .sys");
     return true;
   }
+  if (in->nmods == 3 && !strcmp(in->mods[0], "mbarrier_init") &&
+      !strcmp(in->mods[1], "release") && !strcmp(in->mods[2], "cluster")) {
+    need_target(k, 90);
+    return true;
+  }
   if (in->nmods != 2 || !word_in(in->mods[0], "sc acq_rel acquire release") ||
       !word_in(in->mods[1], "cta cluster gpu sys"))
     return bad(why, size, "fence needs .sc or .acq_rel and a scope (.cta .cluster .gpu .sys)");
@@ -531,6 +575,32 @@ static bool decode_mapa(Kernel *k, Ins *in, char *why, size_t size) {
   if (in->nops != 3 || in->o[0].kind != K_REG || in->o[1].kind == K_VEC ||
       in->o[1].kind == K_ADDR || (in->o[2].kind != K_REG && in->o[2].kind != K_IMM))
     return bad(why, size, "mapa takes a register, a shared address and a CTA rank");
+  need_target(k, 90);
+  return true;
+}
+
+/* mbarrier.init.shared::cta.b64 [a], count;
+ * mbarrier.arrive.expect_tx.shared::cta.b64 _, [a], bytes;
+ * mbarrier.try_wait.parity.shared::cta.b64 p, [a], parity. */
+static bool decode_mbarrier(Kernel *k, Ins *in, char *why, size_t size) {
+  const char *what = in->nmods ? in->mods[0] : "";
+  int n = in->nmods;
+  bool cta = n >= 2 && !strcmp(in->mods[n - 2], "shared::cta") && in->ty == TY_B64;
+  bool init = !strcmp(what, "init") && n == 3, arrive = false, wait = false;
+  if (n == 4 && !strcmp(what, "arrive")) arrive = !strcmp(in->mods[1], "expect_tx");
+  if (n == 4 && !strcmp(what, "try_wait")) wait = !strcmp(in->mods[1], "parity");
+  int addr = init ? 0 : 1;
+  if (!cta || !(init || arrive || wait) || in->nops != addr + 2 ||
+      in->o[addr].kind != K_ADDR || in->o[addr].base == BASE_PARAM ||
+      (in->o[addr + 1].kind != K_REG && in->o[addr + 1].kind != K_IMM) ||
+      (arrive && in->o[0].kind != K_NONE) ||
+      (wait && (in->o[0].kind != K_REG || in->o[0].cls != C_PRED)))
+    return bad(why, size,
+               "only mbarrier.init [a], count, mbarrier.arrive.expect_tx _, [a], bytes and "
+               "mbarrier.try_wait.parity p, [a], parity (.shared::cta.b64) are supported");
+  in->op = init ? OP_MBAR_INIT : arrive ? OP_MBAR_ARRIVE : OP_MBAR_WAIT;
+  in->space = SPACE_SHARED;
+  in->poll = wait;
   need_target(k, 90);
   return true;
 }
@@ -578,6 +648,7 @@ static bool decode(Kernel *k, Ins *in, char *why, size_t size) {
   case OP_MEMBAR: return decode_fence(k, in, why, size);
   case OP_MAPA: return decode_mapa(k, in, why, size);
   case OP_CP: return decode_cp(k, in, why, size);
+  case OP_MBARRIER: return decode_mbarrier(k, in, why, size);
   case OP_SHFL:
     if (in->nmods != 3 || strcmp(in->mods[0], "sync") || strcmp(in->mods[1], "bfly") ||
         in->ty != TY_B32 || in->nops != 5 || in->o[0].kind != K_REG)
@@ -1435,6 +1506,91 @@ static void async_copy(Sim *s, Thread *t, const Ins *in) {
   }
 }
 
+/* An mbarrier, kept in its 8 bytes of shared memory: pending arrivals
+ * (bits 0-19), expected arrivals (20-39), tx-count + 2^21 (40-61: it may go
+ * below zero while bytes arrive before their phase's expect_tx), set
+ * (62: initialized) and the phase's parity (63). */
+typedef struct Mbar {
+  int64_t pending, expected, tx;
+  unsigned phase;
+} Mbar;
+
+static uint8_t *mbar_at(Sim *s, Thread *t, const Ins *in, const Opnd *o, Mbar *m) {
+  uint64_t addr = reg_get(s, t, o->cls, o->idx, in->line) + (uint64_t)o->off;
+  Ins local = *in;
+  local.space = (addr >> 24) ? SPACE_CLUSTER : SPACE_SHARED;
+  uint8_t *at = s->failed ? NULL : shared_at(s, t, &local, addr, 8);
+  if (!at || !m) return at;
+  uint64_t w;
+  memcpy(&w, at, 8);
+  if (!(w >> 62 & 1))
+    return fail(s, in->line, "mbarrier at %#llx used before mbarrier.init", (unsigned long long)addr),
+           NULL;
+  *m = (Mbar){(int64_t)(w & 0xFFFFF), (int64_t)(w >> 20 & 0xFFFFF),
+              (int64_t)(w >> 40 & 0x3FFFFF) - (1 << 21), (unsigned)(w >> 63)};
+  return at;
+}
+
+/* Stores m, completing its phase where nothing is pending: arrivals, and
+ * bytes (more bytes than expected is an error). */
+static void mbar_put(Sim *s, const Ins *in, uint8_t *at, Mbar m) {
+  if (m.pending < 0 || m.tx < -(1 << 20) || m.tx >= (1 << 20)) {
+    fail(s, in->line, "mbarrier: %lld arrivals pending, tx-count %lld, out of range",
+         (long long)m.pending, (long long)m.tx);
+    return;
+  }
+  if (m.pending == 0 && m.tx < 0) {
+    fail(s, in->line, "mbarrier: %lld bytes more than its phase expects", (long long)-m.tx);
+    return;
+  }
+  if (m.pending == 0 && m.tx == 0) {
+    m.phase ^= 1;
+    m.pending = m.expected;
+    s->progress++;
+  }
+  uint64_t w = (uint64_t)m.pending | (uint64_t)m.expected << 20 |
+               (uint64_t)(m.tx + (1 << 21)) << 40 | 1ull << 62 | (uint64_t)m.phase << 63;
+  s->changes++;
+  memcpy(at, &w, 8);
+}
+
+/* mbarrier.init, arrive.expect_tx and try_wait.parity; st.async's bytes. */
+static void mbarrier(Sim *s, Thread *t, const Ins *in) {
+  Mbar m = {0, 0, 0, 0};
+  if (in->op == OP_MBAR_INIT) {
+    uint8_t *at = mbar_at(s, t, in, &in->o[0], NULL);
+    uint64_t count = get(s, t, in, 1);
+    if (at && (count < 1 || count >= (1 << 20)))
+      fail(s, in->line, "mbarrier.init with a count of %llu", (unsigned long long)count);
+    else if (at)
+      mbar_put(s, in, at, (Mbar){(int64_t)count, (int64_t)count, 0, 0});
+    return;
+  }
+  const Opnd *bar = &in->o[in->op == OP_ST ? 2 : 1];
+  uint8_t *at = mbar_at(s, t, in, bar, &m);
+  if (!at) return;
+  if (in->op == OP_MBAR_WAIT) {
+    s->poll_addr = (uint64_t)(uintptr_t)at;
+    memcpy(&s->poll_value, at, 8);
+    put(s, t, in, 0, m.phase != (get(s, t, in, 2) & 1));
+    return;
+  }
+  if (in->op == OP_MBAR_ARRIVE) {
+    m.tx += (int64_t)get(s, t, in, 2);
+    m.pending--;
+  } else { /* st.async: into the CTA whose mbarrier it completes */
+    uint64_t data = reg_get(s, t, in->o[0].cls, in->o[0].idx, in->line),
+             where = reg_get(s, t, bar->cls, bar->idx, in->line);
+    if ((data >> 24 ? data >> 24 : (uint64_t)t->cta->rank + 1) !=
+        (where >> 24 ? where >> 24 : (uint64_t)t->cta->rank + 1)) {
+      fail(s, in->line, "st.async into one CTA completes an mbarrier of another");
+      return;
+    }
+    m.tx -= (int64_t)in->vec * types[in->ty].bits / 8;
+  }
+  mbar_put(s, in, at, m);
+}
+
 /* mapa.shared::cluster d, a, rank: a's offset in the tj_smem of CTA rank. */
 static void map_address(Sim *s, Thread *t, const Ins *in) {
   uint64_t a = get(s, t, in, 1), rank = get(s, t, in, 2), offset = a & 0xFFFFFF;
@@ -1507,7 +1663,13 @@ static void step(Sim *s, Thread *t, const Ins *in) {
   case OP_SELP: put(s, t, in, 0, get(s, t, in, 3) ? get(s, t, in, 1) : get(s, t, in, 2)); break;
   case OP_SETP: setp(s, t, in); break;
   case OP_LD: load(s, t, in); break;
-  case OP_ST: store(s, t, in); break;
+  case OP_ST:
+    store(s, t, in);
+    if (in->mode == ST_ASYNC && !s->failed) mbarrier(s, t, in);
+    break;
+  case OP_MBAR_INIT:
+  case OP_MBAR_ARRIVE:
+  case OP_MBAR_WAIT: mbarrier(s, t, in); break;
   case OP_ATOM:
   case OP_RED: atomic(s, t, in); break;
   case OP_MAPA: map_address(s, t, in); break;

@@ -23,6 +23,7 @@
  */
 #include "codegen/codegen.h"
 #include "support.h"
+#include "support_ptx.h"
 #include "support_ptxsim.h"
 
 #include <check.h>
@@ -593,46 +594,59 @@ START_TEST(a_barrier_in_a_loop_runs_from_the_first_trip) {
 }
 END_TEST
 
-/* A grid split whose instances take one round across CTAs (softmax's fused
- * max and sum; a row sum) flips its workspace regions with the instance's
- * parity (reduce.c, flip_grid): no grid barrier before the round, one wait
- * per round, the parity toggled once per instance. With a loop of its own
- * the program keeps the planner's barriers (the test above). The simulator
- * cannot show the race a missing flip would allow, so this checks the PTX;
- * softmax_over_the_grid runs the kernels. */
-START_TEST(one_round_grids_flip_their_regions) {
+/* Levels across CTAs whose instances take one round (softmax's fused max
+ * and sum; a row sum) flip their regions with the instance's parity
+ * (reduce.c, flip_ctas): no barrier before the round, one wait per round
+ * (a cluster's on its mbarrier; barrier.cluster only for the prologue's
+ * arrival), the parity toggled once per instance. With a loop of its own the program keeps the
+ * planner's barriers (the test above). The simulator cannot show the race
+ * a missing flip would allow, so this checks the PTX; softmax_over_clusters,
+ * softmax_staged and softmax_over_the_grid run such kernels over several
+ * instances a CTA. */
+START_TEST(one_round_levels_flip_their_regions) {
   static const struct {
     const char *text; /* NULL: softmax */
     int64_t n;
-    int split, arch;
-  } cases[] = {{NULL, 7000, 5, 80}, {NULL, 33000, 2, 90}, {row_sum, 5000, 3, 80}};
+    int cluster, split, stage, arch;
+    const char *wait;
+    int waits;
+  } cases[] = {{NULL, 7000, 1, 5, 0, 80, "$Lgrid_wait_", 2},
+               {NULL, 33000, 1, 2, 0, 90, "$Lgrid_wait_", 2},
+               {row_sum, 5000, 1, 3, 0, 80, "$Lgrid_wait_", 2},
+               {NULL, 65536, 2, 1, 32, 90, "mbarrier.try_wait", 1},
+               {NULL, 40000, 3, 1, 0, 90, "mbarrier.try_wait", 1},
+               {row_sum, 5000, 4, 1, 0, 90, "mbarrier.try_wait", 1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tj_program *p;
     tj_spec *s;
     if (cases[i].text) {
-      s = specialize_program(cases[i].text, cases[i].n, 1, cases[i].split, 1, &p);
+      s = specialize_program(cases[i].text, cases[i].n, cases[i].cluster, cases[i].split, 1, &p);
     } else {
       tj_spec_options o = {.n = cases[i].n,
                            .num_warps = 1,
                            .dtype = TJ_DTYPE_F32,
                            .align = 16,
-                           .split = cases[i].split};
+                           .cluster = cases[i].cluster,
+                           .split = cases[i].split,
+                           .stage = cases[i].stage};
       ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, cases[i].n, &p), TJ_OK);
       ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
     }
     tj_codegen_options o = {cases[i].arch, 0, 0};
     char *ptx = NULL;
     ck_assert_msg(tj_emit_ptx(s, &o, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
-    ck_assert_msg(!strstr(ptx, "$Lfirst_"), "case %zu: a grid barrier before the round", i);
+    ck_assert_msg(!strstr(ptx, "$Lfirst_"), "case %zu: a barrier before the round", i);
     int waits = 0, flips = 0;
-    for (const char *at = ptx; (at = strstr(at, "$Lgrid_wait_")) != NULL; at++) waits++;
+    for (const char *at = ptx; (at = strstr(at, cases[i].wait)) != NULL; at++) waits++;
     for (const char *at = ptx; (at = strstr(at, "xor.b32 ")) != NULL; at++) {
       const char *end = strchr(at, '\n');
       flips += end && end - at > 4 && strncmp(end - 4, ", 8;", 4) == 0;
     }
-    ck_assert_msg(waits == 2, "case %zu: %d grid waits, want one round's (branch and label)", i,
-                  waits);
+    ck_assert_msg(waits == cases[i].waits, "case %zu: %d of %s, want %d", i, waits, cases[i].wait,
+                  cases[i].waits);
     ck_assert_msg(flips == 1, "case %zu: the parity flips %d times an instance", i, flips);
+    if (cases[i].cluster > 1) /* only the prologue's arrival waited for */
+      ck_assert_int_eq(ptx_count(ptx, "barrier.cluster.wait"), 1);
     tj_free(ptx);
     tj_spec_destroy(s);
     tj_program_destroy(p);
@@ -747,7 +761,7 @@ static Suite *suite(void) {
   tcase_add_test(t, splits_share_one_workspace);
   tcase_add_test(t, user_programs_split_across_ctas);
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
-  tcase_add_test(t, one_round_grids_flip_their_regions);
+  tcase_add_test(t, one_round_levels_flip_their_regions);
   tcase_add_test(t, staged_loads_only_where_two_phases_use_them);
   tcase_add_loop_test(t, sixteen_bit_elements_that_move_alone, 0,
                       2 * (int)(sizeof alone / sizeof alone[0]));

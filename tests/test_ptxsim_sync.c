@@ -12,7 +12,9 @@
  * cluster barrier that a spinning CTA never reaches, barrier.cluster
  * arrived at twice or waited at without an arrive, a thread exiting while
  * its cluster waits, a store into the shared memory of a CTA that has
- * exited, a workspace access out of bounds, cp.async read back before it
+ * exited, an mbarrier used before init, given more bytes than its phase
+ * expects, completed by an st.async into another CTA, or waited for in a
+ * round whose bytes never come (a deadlock), a workspace access out of bounds, cp.async read back before it
  * is waited for or left pending at exit. Also: atom and red in their
  * spellings, the integer and float instructions such kernels use, the
  * qualifiers of ld/st (and the combinations PTX refuses), the byte counts of
@@ -591,6 +593,16 @@ END_TEST
   "\t.shared .align 16 .b8 tj_smem[256];\n"                                                        \
   "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %cluster_ctarank;\n\tmov.u32 %r3, tj_smem;\n" body "}\n"
 
+/* Thread 0 (%p5) inits the mbarrier at tj_smem + 128 (%r4) for one
+ * arrival; after the cluster meets, %r6 and %r7 are slot 0 and the
+ * mbarrier in the other CTA, %f1 a value. */
+#define MBAR_SETUP                                                                                 \
+  "\tsetp.eq.u32 %p5, %r1, 0;\n\tadd.s32 %r4, %r3, 128;\n"                                         \
+  "\t@%p5 mbarrier.init.shared::cta.b64 [%r4], 1;\n\tfence.mbarrier_init.release.cluster;\n"       \
+  "\tbarrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;\n"                           \
+  "\txor.b32 %r5, %r2, 1;\n\tmapa.shared::cluster.u32 %r6, %r3, %r5;\n"                            \
+  "\tmapa.shared::cluster.u32 %r7, %r4, %r5;\n\tmov.f32 %f1, 0f3F800000;\n"
+
 static const struct {
   const char *name, *ptx, *needle;
 } cluster_errors[] = {
@@ -645,6 +657,28 @@ static const struct {
      "`barrier.cluster.wait` (first: CTA 0 thread 0); 64 threads spin at line 25 "
      "`ld.volatile.global.u32 %r4, [%rd1]` (first: CTA 1 thread 0); barrier.cluster of "
      "cluster 0: 64 of 128 threads arrived"},
+    /* mbarriers (at tj_smem + 128) and st.async, the cluster level's round:
+     * thread 0 of each CTA inits, both meet once, then each sends its
+     * value into the other's slot, completing the other's mbarrier. */
+    {"an mbarrier used before init",
+     CLUSTER_KERNEL("", "\tmbarrier.try_wait.parity.shared::cta.b64 %p1, [%r3+128], 0;\n\tret;\n"),
+     "used before mbarrier.init"},
+    {"more bytes than the phase expects",
+     CLUSTER_KERNEL("", MBAR_SETUP "\t@%p5 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r4], 4;\n"
+                                   "\t@%p5 st.async.shared::cluster.mbarrier::complete_tx::bytes."
+                                   "v2.f32 [%r6], {%f1, %f1}, [%r7];\n\tret;\n"),
+     "bytes more than its phase expects"},
+    {"st.async completing another CTA's mbarrier",
+     CLUSTER_KERNEL("", MBAR_SETUP "\t@%p5 st.async.shared::cluster.mbarrier::complete_tx::bytes."
+                                   "f32 [%r6], %f1, [%r4];\n\tret;\n"),
+     "st.async into one CTA completes an mbarrier of another"},
+    {"a round whose bytes never come",
+     CLUSTER_KERNEL("", MBAR_SETUP "\t@%p5 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r4], 8;\n"
+                                   "\t@%p5 st.async.shared::cluster.mbarrier::complete_tx::bytes."
+                                   "f32 [%r6], %f1, [%r7];\n$Lround:\n"
+                                   "\tmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r4], 0;\n"
+                                   "\t@!%p2 bra $Lround;\n\tret;\n"),
+     "deadlock: no thread can make progress: 128 threads spin at line"},
 };
 
 START_TEST(cluster_errors_are_reported) {

@@ -30,7 +30,7 @@ static const struct {
 } features[] = {
     {CG_FEAT_CVT_BF16, 80, 70},
     {CG_FEAT_CVT_F32_BF16, 90, 78},
-    {CG_FEAT_CLUSTER, 90, 78},
+    {CG_FEAT_CLUSTER, 90, 81},
 };
 
 const CgArch *cg_arch_find(int sm) {

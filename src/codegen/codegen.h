@@ -44,7 +44,7 @@ typedef struct CgArch {
 enum {
   CG_FEAT_CVT_BF16 = 1u << 0,     /* cvt.rn.bf16.f32: sm_80, PTX 7.0 */
   CG_FEAT_CVT_F32_BF16 = 1u << 1, /* cvt.f32.bf16: sm_90, PTX 7.8 */
-  CG_FEAT_CLUSTER = 1u << 2,      /* clusters: mapa, barrier.cluster: sm_90, PTX 7.8 */
+  CG_FEAT_CLUSTER = 1u << 2,      /* clusters: mapa, barrier.cluster, st.async: sm_90, PTX 8.1 */
 };
 
 #define CG_DEFAULT_ARCH 90
@@ -182,7 +182,7 @@ typedef struct CgGeometry {
   CgOperand unit, units;              /* multi-CTA: its group (or cluster), and their count */
   CgOperand count, first, stride, inst, inst_valid;
   CgOperand later; /* multi-CTA: pred, this CTA is past its first instance */
-  CgOperand parity; /* flip_grid: b32, 0 in the CTA's even instances, 8 in its odd ones */
+  CgOperand parity; /* flip_ctas: b32, 0 in the CTA's even instances, 8 in its odd ones */
 } CgGeometry;
 
 #define CG_MAX_CLUSTER  16   /* CTAs in a cluster (above 8: the non-portable sizes) */
@@ -270,7 +270,9 @@ typedef struct CgShared {
   CgOperand lane0;       /* pred: lane 0 of its warp */
   int cluster_at;        /* offset of the cluster level's regions */
   int cluster_region;    /* bytes per region: a slot per CTA of the cluster */
+  int cluster_bars;      /* offset of the regions' two mbarriers (8 bytes each) */
   CgOperand started;     /* predicate: the prologue's cluster arrival not yet waited for */
+  CgOperand phases;      /* b32: bit r, the parity of mbarrier r's phase to wait for */
 } CgShared;
 
 /* The grid level's workspace (global memory, the tj_workspace parameter):
@@ -325,12 +327,15 @@ CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand add
 CgRed cg_red_warps_round(CgCtx *c, int inst, CgRed r);
 CgRed cg_red_levels(CgCtx *c, int inst, CgRed r);
 void cg_red_finish(CgCtx *c, int inst, CgRed r);
-/* Partials in memory: bytes per slot (8 when any pair exists, else 4); a
- * predicated store at address + at in a state space ("shared",
- * "shared::cluster", "global"); n values from slots stride bytes apart. */
+/* Partials in memory: bytes per slot (8 when any pair exists, else 4); the
+ * bytes r's value takes (4 or 8); a predicated store at address + at in a
+ * state space ("shared", "shared::cluster", "global"), with bar an
+ * st.async completing the mbarrier's transaction bytes; n values from
+ * slots stride bytes apart. */
 int cg_red_slot_bytes(const CgCtx *c);
+int cg_red_value_bytes(CgRed r);
 void cg_red_store(CgCtx *c, const char *space, CgOperand pred, CgOperand address, int at,
-                  CgRed r);
+                  CgRed r, const CgOperand *bar);
 void cg_red_load(CgCtx *c, const char *space, CgOperand address, int at, int stride, CgRed like,
                  CgRed *v, int n);
 
@@ -520,7 +525,7 @@ struct CgCtx {
   int32_t *partner; /* per instruction: a fused reduce_max's reduce_sum and back, or -1 */
   bool pairs;       /* some reduction is a fused pair */
   bool streamed;    /* the widest tile is streamed in pieces (stream.c) */
-  bool flip_grid;   /* the grid level's regions flip with each instance (reduce.c) */
+  bool flip_ctas;   /* the cluster and grid levels' regions flip with each instance (reduce.c) */
   CgStream stream;
   int *stream_order; /* streamed: reductions in the order they combine */
   int nstream_order;

@@ -283,7 +283,7 @@ void cg_geometry_prologue(CgCtx *c) {
     g->later = cg_reg(&c->em, CG_PRED);
     cg_line(&c->em, "setp.ne.u32 %s, 0, 0;", CG_N(g->later));
   }
-  if (c->flip_grid) {
+  if (c->flip_ctas) {
     g->parity = cg_reg(&c->em, CG_B32);
     cg_line(&c->em, "mov.u32 %s, 0;", CG_N(g->parity));
   }
@@ -317,7 +317,7 @@ void cg_instance_end(CgCtx *c) {
   cg_line(&c->em, "add.s64 %s, %s, %s;", CG_N(g->first), CG_N(g->first), CG_N(g->stride));
   cg_line(&c->em, "setp.lt.u64 %s, %s, %s;", CG_N(more), CG_N(g->first), CG_N(g->count));
   if (cg_multi_cta(c)) cg_line(&c->em, "setp.eq.u32 %s, 0, 0;", CG_N(g->later));
-  if (c->flip_grid) cg_line(&c->em, "xor.b32 %s, %s, 8;", CG_N(g->parity), CG_N(g->parity));
+  if (c->flip_ctas) cg_line(&c->em, "xor.b32 %s, %s, 8;", CG_N(g->parity), CG_N(g->parity));
   cg_line(&c->em, "@%s bra.uni $Linst;", CG_N(more));
   cg_raw(&c->em, "$Ldone:\n");
   cg_line(&c->em, "ret;");

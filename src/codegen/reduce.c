@@ -156,20 +156,21 @@ tj_status cg_find_pairs(CgCtx *c) {
   return TJ_OK;
 }
 
-/* A grid level (SPLIT > 1) in a program without loops of its own, whose
- * instances each take an odd number of rounds R: the rounds' regions
- * alternate inside an instance, so the first round of the next would reuse
- * the region of the last, which another CTA of the group may still be
- * reading, and would need a grid barrier of its own first (the planner's
- * extra barrier, from the second instance on). Instead the grid level's
- * regions flip with the instance's parity (geometry.c keeps it): every
+/* Levels across CTAs (CLUSTER or SPLIT > 1) in a program without loops of
+ * its own, whose instances each take an odd number of rounds R: the
+ * rounds' regions alternate inside an instance, so the first round of the
+ * next would reuse the region of the last, which another CTA may still be
+ * reading, and would need a barrier of the level's own first (the
+ * planner's extra barrier, from the second instance on). Instead those
+ * levels' regions flip with the instance's parity (geometry.c keeps it): every
  * round then uses the other region than the round before it, and the
  * region it reuses was last read two rounds ago, before the barrier of
  * the round in between, which this CTA has passed. The CTAs of a group
  * run the same instances, so they agree on the parity. A grid barrier per
- * instance fewer: measured on an H100 (bench/RESULTS.md, 2026-11-25). */
-static bool flip_grid(const CgCtx *c) {
-  if (c->geo.split <= 1 || cg_has_loop(c->p)) return false;
+ * instance fewer: measured on an H100 (bench/RESULTS.md, 2026-11-25); a
+ * cluster barrier per instance fewer for a staged row's one round. */
+static bool flip_ctas(const CgCtx *c) {
+  if (!cg_multi_cta(c) || cg_has_loop(c->p)) return false;
   int rounds = 0;
   for (int i = 0; i < c->p->ninsts; i++)
     rounds += is_reduce(&c->p->insts[i]) && !cg_fused_sum(c, i);
@@ -191,7 +192,7 @@ tj_status cg_plan_reductions(CgCtx *c) {
     loop(c, 0, c->p->ninsts, 0, false);
     walk(c, 0, c->p->ninsts, 0, true);
   }
-  c->flip_grid = flip_grid(c);
+  c->flip_ctas = flip_ctas(c);
   return TJ_OK;
 }
 
@@ -347,17 +348,28 @@ static const char *type_of(tj_elem elem) { return elem == TJ_F32 ? "f32" : "b32"
 
 int cg_red_slot_bytes(const CgCtx *c) { return c->pairs ? 8 : 4; }
 
+int cg_red_value_bytes(CgRed r) { return r.pair ? 8 : 4; }
+
+/* With `bar`, the store is st.async into another CTA's shared memory (space
+ * "shared::cluster"), which completes that many bytes of the transaction
+ * of the mbarrier at `bar` (a shared::cluster address in the same CTA). */
 void cg_red_store(CgCtx *c, const char *space, CgOperand pred, CgOperand address, int at,
-                  CgRed r) {
+                  CgRed r, const CgOperand *bar) {
+  char op[80], tail[48] = "";
+  snprintf(op, sizeof op, "st.%s%s", bar ? "async." : "", space);
+  if (bar) {
+    snprintf(op + strlen(op), sizeof op - strlen(op), ".mbarrier::complete_tx::bytes");
+    snprintf(tail, sizeof tail, ", [%s]", CG_N(*bar));
+  }
   r.x = cg_in_reg(c, r.x);
   if (!r.pair) {
-    cg_line(&c->em, "@%s st.%s.%s %s, %s;", CG_N(pred), space, type_of(r.elem),
-            cg_address(address, at).s, CG_N(r.x));
+    cg_line(&c->em, "@%s %s.%s %s, %s%s;", CG_N(pred), op, type_of(r.elem),
+            cg_address(address, at).s, CG_N(r.x), tail);
     return;
   }
   r.d = cg_in_reg(c, r.d);
-  cg_line(&c->em, "@%s st.%s.v2.f32 %s, {%s, %s};", CG_N(pred), space, cg_address(address, at).s,
-          CG_N(r.x), CG_N(r.d));
+  cg_line(&c->em, "@%s %s.v2.f32 %s, {%s, %s}%s;", CG_N(pred), op, cg_address(address, at).s,
+          CG_N(r.x), CG_N(r.d), tail);
 }
 
 /* n values from slots `stride` bytes apart at address + at: where the slots
@@ -448,7 +460,7 @@ CgRed cg_red_warps_round(CgCtx *c, int inst, CgRed r) {
   const CgShared *sh = &c->shared;
   int warps = c->geo.group / 32, at = c->sites[inst].region * sh->warp_region;
   CgRed v[32];
-  cg_red_store(c, "shared", sh->lane0, sh->write, at, r);
+  cg_red_store(c, "shared", sh->lane0, sh->write, at, r, NULL);
   cg_line(&c->em, "bar.sync 0;");
   cg_red_load(c, "shared", sh->read, at, cg_red_slot_bytes(c), r, v, warps);
   return cg_red_tree(c, v, warps);

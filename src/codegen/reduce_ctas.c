@@ -4,19 +4,34 @@
  * CTA's result.
  *
  * Cluster (CLUSTER = C > 1, sm_90): distributed shared memory, pushed.
- * Thread t < C of each CTA stores the CTA's value into slot [own rank] of
- * CTA t's region (mapa + st.shared::cluster), the whole cluster meets at
- * barrier.cluster (arrive has release, wait acquire semantics), and then
- * each group of L lanes (L the power of two at or above C) reads the C
- * slots of its own region, one a lane, and a butterfly over L combines them
- * (reduce.c, cg_red_gather: one register, however large the cluster).
- * Every CTA reads the same C values into the same lanes, so all agree bit
- * for bit.
+ * Each region has an mbarrier in every CTA, expecting one arrival a phase.
+ * Thread 0 of each CTA arrives at its own, expecting C values' bytes;
+ * thread t < C of each CTA stores the CTA's value into slot [own rank] of
+ * CTA t's region with st.async, whose completion counts those bytes off
+ * CTA t's mbarrier; every thread waits for its mbarrier's phase (a parity
+ * kept per region in `phases`), and then each group of L lanes (L the power
+ * of two at or above C) reads the C slots of its own region, one a lane,
+ * and a butterfly over L combines them (reduce.c, cg_red_gather: one
+ * register, however large the cluster). Every CTA reads the same C values
+ * into the same lanes, so all agree bit for bit.
+ * The mbarrier, not barrier.cluster, carries the round: barrier.cluster's
+ * arrive releases at cluster scope, which ptxas of CUDA 13.0 makes a
+ * MEMBAR.ALL.GPU that waits for all of the thread's memory traffic; an
+ * arrive without it cost staged 16-bit rows 3 to 4 points of copy on an
+ * H100 (bench/RESULTS.md, 2026-11-27). st.async's completion releases
+ * at cluster scope, and the gather reads only after the wait.
+ * A region is written again only two rounds later: regions alternate
+ * round by round (reduce.c's plan, flip_ctas, or the extra barrier before
+ * a reuse), and a CTA sends its next value only after it has read its
+ * slots (its warps meet at the CTA level's bar.sync in between), so the
+ * values of round k + 2 reach a CTA after it has read those of round k,
+ * and its mbarrier for that region is by then in the phase that expects
+ * them.
  * Nothing is written into a CTA's shared memory before the wait for the
- * prologue's arrival (cg_cluster_prologue), which every CTA of the cluster
- * passes only after all have started, and nothing after the last barrier a
- * CTA waits at, so no access reaches a CTA that has not started or has
- * exited.
+ * prologue's arrival (cg_cluster_prologue, after the mbarriers' init),
+ * which every CTA of the cluster passes only after all have started; a CTA
+ * exits only after it has received every value sent to it, so no access
+ * reaches a CTA that has not started or has exited.
  *
  * Grid (SPLIT = S > 1): global memory, in the workspace the runtime passes
  * (tj_workspace): a counter per group of S clusters (or CTAs) in the first
@@ -43,8 +58,8 @@
  * Both levels use two regions, alternating as reduce.c plans; where both
  * may still be read, an extra barrier of the level's own kind comes first:
  * always where a loop's merge needs it in the first instance, else only
- * from the CTA's second instance on (extra_barrier). A grid level whose
- * regions flip with the instance's parity (reduce.c, flip_grid) needs none.
+ * from the CTA's second instance on (extra_barrier). Levels whose regions
+ * flip with the instance's parity (reduce.c, flip_ctas) need none.
  */
 #include "codegen/codegen.h"
 
@@ -65,13 +80,24 @@ static void cluster_barrier(CgCtx *c) {
  * the cluster, so a branch on it keeps the aligned wait aligned; the
  * simulator refuses a predicated barrier). */
 void cg_cluster_prologue(CgCtx *c) {
+  CgEmit *e = &c->em;
   CgShared *sh = &c->shared;
   sh->cluster_at = sh->bytes;
   sh->cluster_region = (c->geo.cluster * cg_red_slot_bytes(c) + 15) / 16 * 16;
-  sh->bytes += 2 * sh->cluster_region;
-  sh->started = cg_reg(&c->em, CG_PRED);
-  cg_line(&c->em, "barrier.cluster.arrive.aligned;");
-  cg_line(&c->em, "setp.eq.u32 %s, 0, 0;", CG_N(sh->started));
+  sh->cluster_bars = sh->cluster_at + 2 * sh->cluster_region;
+  sh->bytes = sh->cluster_bars + 16;
+  CgOperand first = cg_reg(e, CG_PRED), bars = cg_reg(e, CG_B32);
+  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(first), CG_N(c->geo.tid));
+  cg_line(e, "mov.u32 %s, tj_smem;", CG_N(bars));
+  cg_line(e, "add.s32 %s, %s, %d;", CG_N(bars), CG_N(bars), sh->cluster_bars);
+  for (int r = 0; r < 2; r++)
+    cg_line(e, "@%s mbarrier.init.shared::cta.b64 %s, 1;", CG_N(first), cg_address(bars, 8 * r).s);
+  cg_line(e, "fence.mbarrier_init.release.cluster;");
+  sh->phases = cg_reg(e, CG_B32);
+  cg_line(e, "mov.u32 %s, 0;", CG_N(sh->phases));
+  sh->started = cg_reg(e, CG_PRED);
+  cg_line(e, "barrier.cluster.arrive.aligned;");
+  cg_line(e, "setp.eq.u32 %s, 0, 0;", CG_N(sh->started));
 }
 
 static void wait_started(CgCtx *c) {
@@ -98,9 +124,10 @@ static int gather_lanes(int parts) {
  * region 0; reader: tid % L < C. */
 typedef struct ClusterAddresses {
   CgOperand remote, pusher, read, reader;
+  CgOperand bar, remote_bar, region; /* this round's mbarrier, here and in CTA tid; its region */
 } ClusterAddresses;
 
-static ClusterAddresses cluster_addresses(CgCtx *c) {
+static ClusterAddresses cluster_addresses(CgCtx *c, int region) {
   CgEmit *e = &c->em;
   const CgGeometry *g = &c->geo;
   ClusterAddresses a;
@@ -114,12 +141,28 @@ static ClusterAddresses cluster_addresses(CgCtx *c) {
   a.reader = cg_reg(e, CG_PRED);
   cg_line(e, "mov.u32 %s, tj_smem;", CG_N(smem));
   cg_line(e, "add.s32 %s, %s, %d;", CG_N(base), CG_N(smem), c->shared.cluster_at);
+  a.region = cg_imm_int(CG_B32, region);
+  if (c->flip_ctas) { /* this instance's regions (reduce.c, flip_ctas): parity is 0 or 8 */
+    CgOperand flipped = cg_reg(e, CG_B32);
+    cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(flipped), CG_N(g->parity),
+            c->shared.cluster_region / 8, CG_N(base));
+    base = flipped;
+    a.region = cg_reg(e, CG_B32);
+    cg_line(e, "shr.u32 %s, %s, 3;", CG_N(a.region), CG_N(g->parity));
+    if (region) cg_line(e, "xor.b32 %s, %s, 1;", CG_N(a.region), CG_N(a.region));
+  }
+  a.bar = cg_reg(e, CG_B32);
+  a.remote_bar = cg_reg(e, CG_B32);
+  cg_line(e, "mad.lo.u32 %s, %s, 8, %s;", CG_N(a.bar), CG_N(a.region), CG_N(smem));
+  cg_line(e, "add.s32 %s, %s, %d;", CG_N(a.bar), CG_N(a.bar), c->shared.cluster_bars);
   cg_line(e, "mov.u32 %s, %%cluster_ctarank;", CG_N(rank));
   cg_line(e, "shl.b32 %s, %s, %d;", CG_N(offset), CG_N(rank), cg_log2(slot));
   cg_line(e, "add.s32 %s, %s, %s;", CG_N(mine), CG_N(base), CG_N(offset));
   cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.pusher), CG_N(g->tid), g->cluster);
   cg_line(e, "selp.b32 %s, %s, 0, %s;", CG_N(target), CG_N(g->tid), CG_N(a.pusher));
   cg_line(e, "mapa.shared::cluster.u32 %s, %s, %s;", CG_N(a.remote), CG_N(mine), CG_N(target));
+  cg_line(e, "mapa.shared::cluster.u32 %s, %s, %s;", CG_N(a.remote_bar), CG_N(a.bar),
+          CG_N(target));
   cg_line(e, "and.b32 %s, %s, %d;", CG_N(index), CG_N(g->tid), lanes - 1);
   cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->cluster);
   cg_line(e, "shl.b32 %s, %s, %d;", CG_N(at), CG_N(index), cg_log2(slot));
@@ -130,13 +173,34 @@ static ClusterAddresses cluster_addresses(CgCtx *c) {
 struct GridAddresses;
 static void extra_barrier(CgCtx *c, int inst, const struct GridAddresses *a);
 
+/* Every thread waits for the phase of the round's mbarrier whose parity
+ * bit `region` of `phases` holds, then flips that bit. */
+static void wait_for_round(CgCtx *c, const ClusterAddresses *a) {
+  CgEmit *e = &c->em;
+  CgOperand parity = cg_reg(e, CG_B32), bit = cg_reg(e, CG_B32), done = cg_reg(e, CG_PRED);
+  int label = e->labels++;
+  cg_line(e, "shr.u32 %s, %s, %s;", CG_N(parity), CG_N(c->shared.phases), CG_N(a->region));
+  cg_line(e, "and.b32 %s, %s, 1;", CG_N(parity), CG_N(parity));
+  cg_raw(e, "$Lround_%d:\n", label);
+  cg_line(e, "mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s;", CG_N(done), CG_N(a->bar),
+          CG_N(parity));
+  cg_line(e, "@!%s bra $Lround_%d;", CG_N(done), label);
+  cg_line(e, "shl.b32 %s, 1, %s;", CG_N(bit), CG_N(a->region));
+  cg_line(e, "xor.b32 %s, %s, %s;", CG_N(c->shared.phases), CG_N(c->shared.phases), CG_N(bit));
+}
+
 CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r) {
-  int at = c->sites[inst].region * c->shared.cluster_region;
+  CgEmit *e = &c->em;
+  int region = c->sites[inst].region, at = region * c->shared.cluster_region;
   wait_started(c);
-  if (c->sites[inst].extra_barrier) extra_barrier(c, inst, NULL);
-  ClusterAddresses a = cluster_addresses(c);
-  cg_red_store(c, "shared::cluster", a.pusher, a.remote, at, r);
-  cluster_barrier(c);
+  if (c->sites[inst].extra_barrier && !c->flip_ctas) extra_barrier(c, inst, NULL);
+  ClusterAddresses a = cluster_addresses(c, region);
+  CgOperand first = cg_reg(e, CG_PRED);
+  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(first), CG_N(c->geo.tid));
+  cg_line(e, "@%s mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d;", CG_N(first),
+          CG_N(a.bar), c->geo.cluster * cg_red_value_bytes(r));
+  cg_red_store(c, "shared::cluster", a.pusher, a.remote, at, r, &a.remote_bar);
+  wait_for_round(c, &a);
   return cg_red_gather(c, "shared", a.reader, a.read, at, r, gather_lanes(c->geo.cluster));
 }
 
@@ -199,7 +263,7 @@ static GridAddresses grid_addresses(CgCtx *c) {
   }
   cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->split);
   a.read = wide_offset(c, partials, index, 16);
-  if (c->flip_grid) { /* this instance's regions (reduce.c, flip_grid) */
+  if (c->flip_ctas) { /* this instance's regions (reduce.c, flip_ctas) */
     CgOperand flip = cg_reg(e, CG_B64), partial = cg_reg(e, CG_B64), read = cg_reg(e, CG_B64);
     cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(flip), CG_N(g->parity));
     cg_line(e, "add.s64 %s, %s, %s;", CG_N(partial), CG_N(a.partial), CG_N(flip));
@@ -247,8 +311,8 @@ static void extra_barrier(CgCtx *c, int inst, const struct GridAddresses *a) {
 CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
   int at = 8 * c->sites[inst].region;
   GridAddresses a = grid_addresses(c);
-  if (c->sites[inst].extra_barrier && !c->flip_grid) extra_barrier(c, inst, &a);
-  cg_red_store(c, "global", a.publisher, a.partial, at, r);
+  if (c->sites[inst].extra_barrier && !c->flip_ctas) extra_barrier(c, inst, &a);
+  cg_red_store(c, "global", a.publisher, a.partial, at, r, NULL);
   grid_barrier(c, &a);
   CgRed y = cg_red_gather(c, "global.cg", a.reader, a.read, at, r, gather_lanes(c->geo.split));
   if (c->geo.split > 32) y = cg_red_warps_round(c, inst, y);

@@ -200,8 +200,13 @@ static tj_status choose_target(tj_context *ctx, const tj_context_options *o) {
   info->target_arch = arch;
   info->ptx_version = highest;
   ctx->ptx_request = o->ptx_version;
+  /* Cluster kernels need the ISA of their instructions (st.async): where
+   * the driver or the request stops short of it, plans take none. */
+  if ((o->ptx_version ? o->ptx_version : highest) < rt_cluster_ptx()) info->cluster_launch = 0;
   return TJ_OK;
 }
+
+int rt_cluster_ptx(void) { return cg_ptx_version(90, CG_FEAT_CLUSTER); }
 
 static tj_status check_options(const tj_context_options *o) {
   if (o->device < TJ_DEVICE_CURRENT)

@@ -200,8 +200,11 @@ static tj_status resident_clusters(tj_context *ctx, tj_kernel *k, int64_t *ctas,
   const RtDriver *cu = ctx->cu;
   const tj_launch_shape *shape = &k->report.info.shape;
   if (!ctx->info.cluster_launch)
-    return fail_into(error, TJ_ERR_UNSUPPORTED, "%s: clusters of %d CTAs, but %s launches none",
-                     k->report.info.entry, shape->cluster, ctx->info.name);
+    return fail_into(error, TJ_ERR_UNSUPPORTED,
+                     "%s: clusters of %d CTAs, but %s launches none (clusters need sm_90 and a "
+                     "driver that loads PTX ISA %d.%d)",
+                     k->report.info.entry, shape->cluster, ctx->info.name,
+                     rt_cluster_ptx() / 10, rt_cluster_ptx() % 10);
   CuResult r = RT_CUDA_SUCCESS;
   if (shape->cluster > 8)
     r = cu->cuFuncSetAttribute(k->function, RT_FUNC_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);

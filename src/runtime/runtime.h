@@ -262,6 +262,9 @@ void rt_unbind(tj_context *ctx, RtBinding *binding);
 /* The arch table of the code generator: the lowest PTX ISA for an arch, or
  * 0 when the arch is not in it; *known lists the arches for messages. */
 int rt_arch_min_ptx(int arch, char *known, size_t known_size);
+/* The PTX ISA a cluster kernel needs (its st.async): a driver or request
+ * below it leaves tj_device_info.cluster_launch 0. */
+int rt_cluster_ptx(void);
 
 /* ------------------------------------------------------------ module.c */
 
