@@ -16,17 +16,17 @@
  * into the same lanes, so all agree bit for bit.
  * The mbarrier, not barrier.cluster, carries the round: barrier.cluster's
  * arrive releases at cluster scope, which ptxas of CUDA 13.0 makes a
- * MEMBAR.ALL.GPU that waits for all of the thread's memory traffic; an
- * arrive without it cost staged 16-bit rows 3 to 4 points of copy on an
- * H100 (bench/RESULTS.md, 2026-11-27). st.async's completion releases
- * at cluster scope, and the gather reads only after the wait.
+ * MEMBAR.ALL.GPU that waits for all of the thread's memory traffic, and
+ * that MEMBAR cost clusters of staged 16-bit rows 3 to 4 points of copy
+ * on an H100 (bench/RESULTS.md, 2026-11-27, BB1). st.async's completion
+ * releases at cluster scope, and the gather reads only after the wait.
  * A region is written again only two rounds later: regions alternate
  * round by round (reduce.c's plan, flip_ctas, or the extra barrier before
  * a reuse), and a CTA sends its next value only after it has read its
- * slots (its warps meet at the CTA level's bar.sync in between), so the
- * values of round k + 2 reach a CTA after it has read those of round k,
- * and its mbarrier for that region is by then in the phase that expects
- * them.
+ * slots (its warps meet at the CTA level's bar.sync in between, or are
+ * one warp), so the values of round k + 2 reach a CTA after it has read
+ * those of round k, and its mbarrier for that region is by then in the
+ * phase that expects them.
  * Nothing is written into a CTA's shared memory before the wait for the
  * prologue's arrival (cg_cluster_prologue, after the mbarriers' init),
  * which every CTA of the cluster passes only after all have started; a CTA
