@@ -581,14 +581,18 @@ static bool decode_mapa(Kernel *k, Ins *in, char *why, size_t size) {
 
 /* mbarrier.init.shared::cta.b64 [a], count;
  * mbarrier.arrive.expect_tx.shared::cta.b64 _, [a], bytes;
- * mbarrier.try_wait.parity.shared::cta.b64 p, [a], parity. */
+ * mbarrier.try_wait.parity{.acquire.cta,.acquire.cluster}.shared::cta.b64
+ * p, [a], parity. */
 static bool decode_mbarrier(Kernel *k, Ins *in, char *why, size_t size) {
   const char *what = in->nmods ? in->mods[0] : "";
   int n = in->nmods;
   bool cta = n >= 2 && !strcmp(in->mods[n - 2], "shared::cta") && in->ty == TY_B64;
   bool init = !strcmp(what, "init") && n == 3, arrive = false, wait = false;
   if (n == 4 && !strcmp(what, "arrive")) arrive = !strcmp(in->mods[1], "expect_tx");
-  if (n == 4 && !strcmp(what, "try_wait")) wait = !strcmp(in->mods[1], "parity");
+  if (n >= 4 && !strcmp(what, "try_wait")) /* .parity{.acquire{.cta,.cluster}} */
+    wait = !strcmp(in->mods[1], "parity") &&
+           (n == 4 || (n == 6 && !strcmp(in->mods[2], "acquire") &&
+                       word_in(in->mods[3], "cta cluster")));
   int addr = init ? 0 : 1;
   if (!cta || !(init || arrive || wait) || in->nops != addr + 2 ||
       in->o[addr].kind != K_ADDR || in->o[addr].base == BASE_PARAM ||

@@ -383,6 +383,37 @@ static const char row_sum[] = "kernel rowsum\n"
                               "%13 : tile<f32,ONE> = add %12, %9\n"
                               "store %0, %11, %13\n";
 
+/* out[row] = sum x + max x + sum 2x: three rounds an instance that never
+ * fuse, so levels across CTAs flip their regions with the instance
+ * (reduce.c, flip_ctas) and the middle round's region is 1 on even
+ * instances and 0 on odd ones. Before the fix an odd instance put that
+ * round past both regions: onto the cluster's mbarriers, or into the next
+ * rank's (or past the last rank's) grid partials. */
+static const char three_rounds[] = "kernel three\n"
+                                   "%0 : ptr<f32> = param out\n"
+                                   "%1 : ptr<f32> = param x\n"
+                                   "%2 : i32 = param n\n"
+                                   "%3 : i32 = program_id\n"
+                                   "%4 : i32 = mul %3, %2\n"
+                                   "%5 : ptr<f32> = ptr_add %1, %4\n"
+                                   "%6 : tile<i32,BLOCK> = arange\n"
+                                   "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+                                   "%8 : f32 = const -inf\n"
+                                   "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"
+                                   "%10 : f32 = const 0\n"
+                                   "%11 : tile<f32,BLOCK> = select %7, %9, %10\n"
+                                   "%12 : f32 = reduce_sum %11\n"
+                                   "%13 : f32 = reduce_max %9\n"
+                                   "%14 : tile<f32,BLOCK> = add %11, %11\n"
+                                   "%15 : f32 = reduce_sum %14\n"
+                                   "%16 : f32 = add %12, %13\n"
+                                   "%17 : f32 = add %16, %15\n"
+                                   "%18 : tile<i32,ONE> = arange\n"
+                                   "%19 : tile<i32,ONE> = add %18, %3\n"
+                                   "%20 : tile<f32,ONE> = const 0\n"
+                                   "%21 : tile<f32,ONE> = add %20, %17\n"
+                                   "store %0, %19, %21\n";
+
 /* %15 = log(sum(exp(x - max))) + max of the row: the body of the two
  * programs below; the first stores it as out[row]. */
 #define LSE_BODY                                                                                   \
@@ -499,7 +530,7 @@ static void run_program(const char *text, bool ints, int64_t n, int cluster, int
   tj_program *p;
   tj_spec *s = specialize_program(text, n, cluster, split, warps, &p);
   char why[2048];
-  enum { ROWS = 3 };
+  enum { ROWS = 4 }; /* two instances for each of the two groups */
   int64_t total = ROWS * n;
   float *x = malloc(sizeof *x * (size_t)total);
   float out[ROWS], want[ROWS];
@@ -556,6 +587,11 @@ START_TEST(user_programs_split_across_ctas) {
   run_program(looped_sum, false, 3000, 1, 3, 1, 80);
   run_program(logsumexp_plus_sum, false, 5000, 1, 2, 4, 90);
   run_program(logsumexp_plus_sum, false, 5000, 1, 3, 8, 80);
+  /* three rounds an instance: regions flip, the middle one from region 1 */
+  run_program(logsumexp_plus_sum, false, 5000, 2, 1, 1, 90);
+  run_program(three_rounds, false, 5000, 4, 1, 1, 90);
+  run_program(three_rounds, false, 5000, 1, 8, 1, 80);
+  run_program(three_rounds, false, 9000, 2, 2, 2, 90);
 }
 END_TEST
 

@@ -19,7 +19,10 @@
  * MEMBAR.ALL.GPU that waits for all of the thread's memory traffic, and
  * that MEMBAR cost clusters of staged 16-bit rows 3 to 4 points of copy
  * on an H100 (bench/RESULTS.md, 2026-11-27, BB1). st.async's completion
- * releases at cluster scope, and the gather reads only after the wait.
+ * releases at cluster scope and the wait acquires at cluster scope, so
+ * what a CTA did before it sent (its warps' reads of the slots, through
+ * their bar.sync) happens before what the receiver does after its wait;
+ * the gather reads only after the wait.
  * A region is written again only two rounds later: regions alternate
  * round by round (reduce.c's plan, flip_ctas, or the extra barrier before
  * a reuse), and a CTA sends its next value only after it has read its
@@ -92,11 +95,12 @@ void cg_cluster_prologue(CgCtx *c) {
   cg_line(e, "add.s32 %s, %s, %d;", CG_N(bars), CG_N(bars), sh->cluster_bars);
   for (int r = 0; r < 2; r++)
     cg_line(e, "@%s mbarrier.init.shared::cta.b64 %s, 1;", CG_N(first), cg_address(bars, 8 * r).s);
-  cg_line(e, "fence.mbarrier_init.release.cluster;");
+  cg_line(e, "@%s fence.mbarrier_init.release.cluster;", CG_N(first));
   sh->phases = cg_reg(e, CG_B32);
   cg_line(e, "mov.u32 %s, 0;", CG_N(sh->phases));
   sh->started = cg_reg(e, CG_PRED);
-  cg_line(e, "barrier.cluster.arrive.aligned;");
+  /* relaxed: the fence releases the init, the first round's wait acquires */
+  cg_line(e, "barrier.cluster.arrive.relaxed.aligned;");
   cg_line(e, "setp.eq.u32 %s, 0, 0;", CG_N(sh->started));
 }
 
@@ -142,14 +146,14 @@ static ClusterAddresses cluster_addresses(CgCtx *c, int region) {
   cg_line(e, "mov.u32 %s, tj_smem;", CG_N(smem));
   cg_line(e, "add.s32 %s, %s, %d;", CG_N(base), CG_N(smem), c->shared.cluster_at);
   a.region = cg_imm_int(CG_B32, region);
-  if (c->flip_ctas) { /* this instance's regions (reduce.c, flip_ctas): parity is 0 or 8 */
+  if (c->flip_ctas) { /* this instance's region: the site's flipped by the parity (0 or 8) */
     CgOperand flipped = cg_reg(e, CG_B32);
-    cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(flipped), CG_N(g->parity),
-            c->shared.cluster_region / 8, CG_N(base));
-    base = flipped;
     a.region = cg_reg(e, CG_B32);
     cg_line(e, "shr.u32 %s, %s, 3;", CG_N(a.region), CG_N(g->parity));
     if (region) cg_line(e, "xor.b32 %s, %s, 1;", CG_N(a.region), CG_N(a.region));
+    cg_line(e, "mad.lo.u32 %s, %s, %d, %s;", CG_N(flipped), CG_N(a.region),
+            c->shared.cluster_region, CG_N(base));
+    base = flipped;
   }
   a.bar = cg_reg(e, CG_B32);
   a.remote_bar = cg_reg(e, CG_B32);
@@ -174,7 +178,9 @@ struct GridAddresses;
 static void extra_barrier(CgCtx *c, int inst, const struct GridAddresses *a);
 
 /* Every thread waits for the phase of the round's mbarrier whose parity
- * bit `region` of `phases` holds, then flips that bit. */
+ * bit `region` of `phases` holds, then flips that bit. The acquire is at
+ * cluster scope (a CCTL.IVALL of L1 after the wait, as barrier.cluster's
+ * wait had), to pair with the senders' release. */
 static void wait_for_round(CgCtx *c, const ClusterAddresses *a) {
   CgEmit *e = &c->em;
   CgOperand parity = cg_reg(e, CG_B32), bit = cg_reg(e, CG_B32), done = cg_reg(e, CG_PRED);
@@ -182,8 +188,8 @@ static void wait_for_round(CgCtx *c, const ClusterAddresses *a) {
   cg_line(e, "shr.u32 %s, %s, %s;", CG_N(parity), CG_N(c->shared.phases), CG_N(a->region));
   cg_line(e, "and.b32 %s, %s, 1;", CG_N(parity), CG_N(parity));
   cg_raw(e, "$Lround_%d:\n", label);
-  cg_line(e, "mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s;", CG_N(done), CG_N(a->bar),
-          CG_N(parity));
+  cg_line(e, "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %s, [%s], %s;", CG_N(done),
+          CG_N(a->bar), CG_N(parity));
   cg_line(e, "@!%s bra $Lround_%d;", CG_N(done), label);
   cg_line(e, "shl.b32 %s, 1, %s;", CG_N(bit), CG_N(a->region));
   cg_line(e, "xor.b32 %s, %s, %s;", CG_N(c->shared.phases), CG_N(c->shared.phases), CG_N(bit));
@@ -191,7 +197,8 @@ static void wait_for_round(CgCtx *c, const ClusterAddresses *a) {
 
 CgRed cg_across_cluster(CgCtx *c, int inst, CgRed r) {
   CgEmit *e = &c->em;
-  int region = c->sites[inst].region, at = region * c->shared.cluster_region;
+  int region = c->sites[inst].region;
+  int at = c->flip_ctas ? 0 : region * c->shared.cluster_region; /* flipped: in the addresses */
   wait_started(c);
   if (c->sites[inst].extra_barrier && !c->flip_ctas) extra_barrier(c, inst, NULL);
   ClusterAddresses a = cluster_addresses(c, region);
@@ -225,7 +232,7 @@ typedef struct GridAddresses {
   CgOperand first, publisher, reader; /* thread 0; thread 0 of cluster rank 0; reads one */
 } GridAddresses;
 
-static GridAddresses grid_addresses(CgCtx *c) {
+static GridAddresses grid_addresses(CgCtx *c, int region) {
   CgEmit *e = &c->em;
   const CgGeometry *g = &c->geo;
   GridAddresses a;
@@ -263,9 +270,14 @@ static GridAddresses grid_addresses(CgCtx *c) {
   }
   cg_line(e, "setp.lt.u32 %s, %s, %d;", CG_N(a.reader), CG_N(index), g->split);
   a.read = wide_offset(c, partials, index, 16);
-  if (c->flip_ctas) { /* this instance's regions (reduce.c, flip_ctas) */
+  if (c->flip_ctas) { /* this instance's region: the site's flipped by the parity (0 or 8) */
     CgOperand flip = cg_reg(e, CG_B64), partial = cg_reg(e, CG_B64), read = cg_reg(e, CG_B64);
-    cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(flip), CG_N(g->parity));
+    CgOperand bytes = g->parity;
+    if (region) {
+      bytes = cg_reg(e, CG_B32);
+      cg_line(e, "xor.b32 %s, %s, 8;", CG_N(bytes), CG_N(g->parity));
+    }
+    cg_line(e, "cvt.u64.u32 %s, %s;", CG_N(flip), CG_N(bytes));
     cg_line(e, "add.s64 %s, %s, %s;", CG_N(partial), CG_N(a.partial), CG_N(flip));
     cg_line(e, "add.s64 %s, %s, %s;", CG_N(read), CG_N(a.read), CG_N(flip));
     a.partial = partial;
@@ -309,8 +321,8 @@ static void extra_barrier(CgCtx *c, int inst, const struct GridAddresses *a) {
 }
 
 CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
-  int at = 8 * c->sites[inst].region;
-  GridAddresses a = grid_addresses(c);
+  int region = c->sites[inst].region, at = c->flip_ctas ? 0 : 8 * region;
+  GridAddresses a = grid_addresses(c, region);
   if (c->sites[inst].extra_barrier && !c->flip_ctas) extra_barrier(c, inst, &a);
   cg_red_store(c, "global", a.publisher, a.partial, at, r, NULL);
   grid_barrier(c, &a);
