@@ -365,16 +365,15 @@ END_TEST
 
 /* ---- a user's own programs -------------------------------------------------------- */
 
+/* The head of the programs below: their parameters, this instance's row
+ * of x (%5) and its mask (%7). */
+#define ROW_HEAD                                                                                   \
+  "%0 : ptr<f32> = param out\n%1 : ptr<f32> = param x\n%2 : i32 = param n\n"                      \
+  "%3 : i32 = program_id\n%4 : i32 = mul %3, %2\n%5 : ptr<f32> = ptr_add %1, %4\n"                \
+  "%6 : tile<i32,BLOCK> = arange\n%7 : tile<pred,BLOCK> = lt %6, %2\n"
+
 /* out[row] = reduce over the row of x; written by a tile of length 1. */
-static const char row_sum[] = "kernel rowsum\n"
-                              "%0 : ptr<f32> = param out\n"
-                              "%1 : ptr<f32> = param x\n"
-                              "%2 : i32 = param n\n"
-                              "%3 : i32 = program_id\n"
-                              "%4 : i32 = mul %3, %2\n"
-                              "%5 : ptr<f32> = ptr_add %1, %4\n"
-                              "%6 : tile<i32,BLOCK> = arange\n"
-                              "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+static const char row_sum[] = "kernel rowsum\n" ROW_HEAD
                               "%8 : tile<f32,BLOCK> = load %5, %6, %7\n"
                               "%9 : f32 = reduce_sum %8\n"
                               "%10 : tile<i32,ONE> = arange\n"
@@ -389,15 +388,7 @@ static const char row_sum[] = "kernel rowsum\n"
  * instances and 0 on odd ones. Before the fix an odd instance put that
  * round past both regions: onto the cluster's mbarriers, or into the next
  * rank's (or past the last rank's) grid partials. */
-static const char three_rounds[] = "kernel three\n"
-                                   "%0 : ptr<f32> = param out\n"
-                                   "%1 : ptr<f32> = param x\n"
-                                   "%2 : i32 = param n\n"
-                                   "%3 : i32 = program_id\n"
-                                   "%4 : i32 = mul %3, %2\n"
-                                   "%5 : ptr<f32> = ptr_add %1, %4\n"
-                                   "%6 : tile<i32,BLOCK> = arange\n"
-                                   "%7 : tile<pred,BLOCK> = lt %6, %2\n"
+static const char three_rounds[] = "kernel three\n" ROW_HEAD
                                    "%8 : f32 = const -inf\n"
                                    "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"
                                    "%10 : f32 = const 0\n"
@@ -417,14 +408,7 @@ static const char three_rounds[] = "kernel three\n"
 /* %15 = log(sum(exp(x - max))) + max of the row: the body of the two
  * programs below; the first stores it as out[row]. */
 #define LSE_BODY                                                                                   \
-  "%0 : ptr<f32> = param out\n"                                                                     \
-  "%1 : ptr<f32> = param x\n"                                                                       \
-  "%2 : i32 = param n\n"                                                                            \
-  "%3 : i32 = program_id\n"                                                                         \
-  "%4 : i32 = mul %3, %2\n"                                                                         \
-  "%5 : ptr<f32> = ptr_add %1, %4\n"                                                                \
-  "%6 : tile<i32,BLOCK> = arange\n"                                                                 \
-  "%7 : tile<pred,BLOCK> = lt %6, %2\n"                                                             \
+  ROW_HEAD                                                                                         \
   "%8 : f32 = const -inf\n"                                                                         \
   "%9 : tile<f32,BLOCK> = load %5, %6, %7, %8\n"                                                    \
   "%10 : f32 = reduce_max %9\n"                                                                     \
