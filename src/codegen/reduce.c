@@ -162,8 +162,8 @@ tj_status cg_find_pairs(CgCtx *c) {
  * next would reuse the region of the last, which another CTA may still be
  * reading, and would need a barrier of the level's own first (the
  * planner's extra barrier, from the second instance on). Instead those
- * levels' regions flip with the instance's parity (geometry.c keeps it): every
- * round then uses the other region than the round before it, and the
+ * levels' regions flip with the instance's parity (geometry.c keeps it):
+ * every round then uses the other region than the round before it, and the
  * region it reuses was last read two rounds ago, before the barrier of
  * the round in between, which this CTA has passed. The CTAs of a group
  * run the same instances, so they agree on the parity. A grid barrier per

@@ -76,10 +76,11 @@ static void cluster_barrier(CgCtx *c) {
   cg_line(&c->em, "barrier.cluster.wait.aligned;");
 }
 
-/* The prologue arrives at the cluster's barrier and the first round waits,
- * just before its first store into another CTA: by then every CTA of the
- * cluster has started, and the loads in between overlap the barrier's
- * latency. `started` says whether that wait is still to come (uniform over
+/* Thread 0 initializes the CTA's two mbarriers and fences the init for the
+ * cluster; then the prologue arrives at the cluster's barrier (relaxed)
+ * and the first round waits, just before its first store into another
+ * CTA: by then every CTA of the cluster has started, with its mbarriers
+ * ready, and the loads in between overlap the barrier's latency. `started` says whether that wait is still to come (uniform over
  * the cluster, so a branch on it keeps the aligned wait aligned; the
  * simulator refuses a predicated barrier). */
 void cg_cluster_prologue(CgCtx *c) {
