@@ -83,10 +83,26 @@ typedef struct Case {
   int64_t block; /* BLOCK, 0: next_pow2(n) (the plan fits staged rows: rt_softmax_fit_block) */
 } Case;
 
-enum { KIND_RANDOM, KIND_ALL_NEG_INF, KIND_NAN, KIND_POS_INF, KIND_MIXED, KIND_WINDOW, KINDS };
+/* Besides the extreme rows of testing.md: rows far from 0 (-1e7, f16
+ * -1e4), where the max's subtraction carries the whole result; rows past
+ * 2^24 at steps of 4 whose exps still count; and rows one-hot at 3e38
+ * (f16: at 6e4). */
+enum {
+  KIND_RANDOM,
+  KIND_ALL_NEG_INF,
+  KIND_NAN,
+  KIND_POS_INF,
+  KIND_MIXED,
+  KIND_WINDOW,
+  KIND_FAR,
+  KIND_BIG,
+  KIND_HUGE,
+  KINDS
+};
 
 static void fill(TjMatrix *x, TjRng *rng) {
   matrix_fill_random(x, rng, 3.0, 100.0);
+  bool f16 = x->dtype == TJ_DTYPE_F16;
   for (int64_t r = 0; r < x->rows; r++) {
     int kind = (int)(r % KINDS);
     int64_t at = rng_range(rng, 0, x->cols - 1);
@@ -94,6 +110,10 @@ static void fill(TjMatrix *x, TjRng *rng) {
       if (kind == KIND_ALL_NEG_INF) matrix_set(x, r, c, -INFINITY);
       if (kind == KIND_MIXED && c % 3 == 0 && c != at) matrix_set(x, r, c, -INFINITY);
       if (kind == KIND_WINDOW && (c < at || c >= at + 5)) matrix_set(x, r, c, -INFINITY);
+      if (kind == KIND_FAR) matrix_set(x, r, c, matrix_get(x, r, c) - (f16 ? 1e4 : 1e7));
+      if (kind == KIND_BIG)
+        matrix_set(x, r, c, (f16 ? 6e4 : 33554432.0) + (f16 ? 32 : 4) * rng_range(rng, 0, 7));
+      if (kind == KIND_HUGE && c == at) matrix_set(x, r, c, f16 ? 6e4 : 3e38);
     }
     if (kind == KIND_NAN) matrix_set(x, r, at, NAN);
     if (kind == KIND_POS_INF) matrix_set(x, r, at, INFINITY);
