@@ -521,7 +521,8 @@ START_TEST(staged_rows_keep_x_in_shared_memory) {
   ck_assert_msg(tj_emit_ptx(half, &turing, &ptx, &info) == TJ_OK, "%s", tj_spec_error(half));
   ck_assert_int_eq(ptx_count(ptx, "ld.global.v4.b32"), 2); /* one piece of 2 vectors */
   ck_assert_int_eq(ptx_count(ptx, "st.shared.v4.b32"), 2); /* kept */
-  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 2); /* and read back */
+  /* and read back, in the last phase's loop and its shifted copy (exp_shift.c) */
+  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 2 * 2);
   ck_assert_int_eq(ptx_count(ptx, "cp.async"), 0);
   tj_free(ptx);
   tj_spec_destroy(half);
@@ -531,7 +532,7 @@ START_TEST(staged_rows_keep_x_in_shared_memory) {
   ck_assert_int_eq(ptx_count(ptx, "cp.async.cg.shared.global"), 8);
   ck_assert_int_eq(ptx_count(ptx, "cp.async.commit_group;"), 2);
   ck_assert_int_eq(ptx_count(ptx, "cp.async.wait_group 1;"), 1);
-  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 8);  /* read in both phases */
+  ck_assert_int_eq(ptx_count(ptx, "ld.shared.v4.b32"), 4 + 2 * 4); /* both phases; see above */
   ck_assert_int_eq(ptx_count(ptx, "st.shared.v4.b32"), 4);  /* a vector the mask cuts, */
   ck_assert_int_eq(ptx_count(ptx, "\tst.shared.v4.b32"), 0); /* only under a predicate */
   ck_assert_int_ge(ptx_find_line(ptx, ".extern .shared .align 16 .b8 tj_smem[];", 0), 0);
@@ -624,6 +625,23 @@ START_TEST(staged_plans_compile) {
             if (plan.split <= 1)
               ck_assert_msg(ptx_count(ptx, "div.u32") == 0, "sm_%d n %lld: a division", archs[a],
                             (long long)ns[i]);
+            /* exp(x - max) in a 16-bit piece is an fma and an ex2 a slot,
+             * with the exact path beside it (exp_shift.c): in the first
+             * phase's sum wherever the max and the sum are a pair (a branch
+             * a piece), and in softmax's last phase, its e only scaled (the
+             * loop twice). f32 pieces keep the plain exp, and a share that fits a thread's STAGE takes no pieces
+             * and keeps the plain exp, as the masked softmax does (exp of a
+             * scaled difference, no pair). */
+            int shifted = ptx_count(ptx, "0f3FB8AA3B, %f"), exact = ptx_count(ptx, "$Lexact_");
+            int loops = ptx_count(ptx, "$Lexact_loop_");
+            int plain = ptx_count(ptx, ", 0f3FB8AA3B;"); /* each shifted slot's exact twin */
+            bool pieces = ptx_count(ptx, "$Lpiece_") > 0 && dt != TJ_DTYPE_F32;
+            bool pair = op == TJ_ROW_SOFTMAX || op == TJ_ROW_LOG_SOFTMAX;
+            ck_assert_msg(pieces && pair ? shifted > 0 && exact - loops >= 2 && plain >= shifted
+                                         : shifted + exact == 0,
+                          "op %d sm_%d n %lld: %d shifted exps, %d exact paths", op, archs[a],
+                          (long long)ns[i], shifted, exact);
+            ck_assert_int_eq(loops, pieces && op == TJ_ROW_SOFTMAX ? 2 : 0);
             staged++;
             tj_free(ptx);
             tj_spec_destroy(sp);

@@ -35,6 +35,15 @@
  *               never lives beside its operands. Left in registers, it
  *               made log-softmax's f32 rows of 1024 spill (28 bytes at the
  *               56 registers where softmax fits in 54, 32 bytes at 64).
+ *   shift       an f32 tile exp(t - m), m one value, whose t - m has no
+ *               other use and whose own uses are sums, and products with
+ *               or quotients by one value (softmax's e, summed and scaled
+ *               by 1 / s): where exp_shift.c applies it, it is computed as
+ *               2^(t log2 e - o) with o = m log2 e rounded, an fma and an
+ *               ex2 a slot rather than a sub, a mul and an ex2, and its
+ *               scaling uses take out the common factor that o's rounding
+ *               leaves in every slot. Its t - m (shift 2) then gets no
+ *               registers.
  *
  * Loops make pow2 and uniform fixpoints over iter values; they converge in
  * a few passes because both only ever decrease.
@@ -162,6 +171,35 @@ static void folds(Pass *a, const int32_t *uses, const int32_t *last) {
     for (int k = 0; k < in->nargs; k++)
       outlives |= a->f->form[in->args[k]] == CG_FORM_SLOTS && last[in->args[k]] > last[v];
     a->f->fold[v] = outlives;
+  }
+}
+
+/* The shift fact (above): 1 on the exp, 2 on its t - m. */
+static void shifts(Pass *a, const int32_t *uses) {
+  const tj_program *p = a->p;
+  for (int i = 0; i < p->ninsts; i++) {
+    const IrInst *in = &p->insts[i];
+    int e = in->result, d = in->nargs ? in->args[0] : IR_NONE;
+    if (in->op != TJ_OP_EXP || type_of(a, e).elem != TJ_F32 || a->f->form[e] != CG_FORM_SLOTS ||
+        a->f->fold[e] || a->f->form[d] != CG_FORM_SLOTS || a->f->fold[d] || uses[d] != 1)
+      continue;
+    const IrInst *sub = &p->insts[p->defs[d]];
+    if (sub->op != TJ_OP_SUB || a->f->form[sub->args[0]] != CG_FORM_SLOTS ||
+        !one_value(a, sub->args[1]) || type_of(a, sub->args[1]).elem != TJ_F32 ||
+        p->scopes[d] != p->scopes[e])
+      continue;
+    bool ok = true;
+    for (int j = i + 1; j < p->ninsts && ok; j++) {
+      const IrInst *u = &p->insts[j];
+      for (int k = 0; k < u->nargs && ok; k++) {
+        if (u->args[k] != e) continue;
+        int other = u->nargs == 2 ? u->args[1 - k] : IR_NONE;
+        bool scaled = (u->op == TJ_OP_MUL || (u->op == TJ_OP_DIV && k == 0)) && other != e &&
+                      one_value(a, other) && p->scopes[u->result] == p->scopes[e];
+        ok = u->op == TJ_OP_REDUCE_SUM || scaled;
+      }
+    }
+    if (ok) a->f->shift[e] = 1, a->f->shift[d] = 2;
   }
 }
 
@@ -308,9 +346,8 @@ static void loops(Pass *a) {
 }
 
 static bool alloc_facts(CgCtx *c, CgFacts *f, int n, int ninsts) {
-  uint8_t **arrays[] = {&f->form,      &f->pow2,     &f->align,       &f->uniform,
-                        &f->invariant, &f->monotone, &f->materialize, &f->remat,
-                        &f->fold};
+  uint8_t **arrays[] = {&f->form,     &f->pow2,        &f->align, &f->uniform, &f->invariant,
+                        &f->monotone, &f->materialize, &f->remat, &f->fold,    &f->shift};
   for (size_t i = 0; i < TJ_COUNTOF(arrays); i++)
     if (!(*arrays[i] = cg_arena_alloc(&c->arena, (size_t)n + 1))) return false;
   return (f->reduces = cg_arena_alloc(&c->arena, (size_t)ninsts + 1)) != NULL;
@@ -351,6 +388,7 @@ tj_status cg_analyze(CgCtx *c) {
   memset(uses, 0, sizeof *uses * ((size_t)n + 1));
   count_uses(c->p, uses, last);
   folds(&a, uses, last);
+  shifts(&a, uses);
   for (int v = 0; v < n; v++) {
     c->facts.pow2[v] = CG_POW2_MAX;
     c->facts.align[v] = 4;

@@ -17,6 +17,7 @@
  *   phase.c    rows at any 16-byte phase: the rotated layout, wrap tests
  *   memory.c   loads and stores: 16-byte vectors, masks as predicates
  *   ptx_ops.c  the op -> PTX text table (from TJ_OP_LIST), and casts
+ *   exp_shift.c exp(t - m) for one value m as an fma and an ex2 a slot
  *   emit.c     the arena, registers and the one printf-checked emitter
  *   arch.c     arch -> minimum PTX ISA, and per-feature requirements
  *   ptxas.c    running ptxas on PTX text (tools and tests; never on the
@@ -149,6 +150,8 @@ typedef struct CgFacts {
   uint8_t *fold;        /* per f32 tile used only by a reduction that its operands
                            outlive: computed slot by slot inside the reduction
                            (cg_folded) */
+  uint8_t *shift;       /* per value: 1, an exp(t - m) computed shifted (exp_shift.c);
+                           2, its t - m, which gets no registers */
   uint8_t *reduces;     /* per FOR instruction: its body holds a reduction */
   bool packable;        /* every loop holding a reduction has uniform bounds */
   int max_ptr_size;     /* widest pointee of a pointer parameter (bytes) */
@@ -501,6 +504,15 @@ int cg_max_shared(int arch);
 void cg_materialize(CgCtx *c, int value);
 
 /* Per value: how the lowering holds it. */
+/* exp_shift.c: exp(t - m), m one value, as 2^(t log2 e - o): -o, whether
+ * m takes that path (|m| < 2^24), and the factor its uses take out of the
+ * slots (1 where m does not). */
+typedef struct CgShift {
+  CgOperand neg_o, fast, bias;
+  int scaled;      /* the instruction whose one value scale holds (cg_shift_hoist), or -1 */
+  CgOperand scale; /* that value times bias */
+} CgShift;
+
 typedef struct CgVal {
   uint8_t form;    /* CgForm */
   uint8_t elem;    /* tj_elem */
@@ -508,6 +520,7 @@ typedef struct CgVal {
   int16_t layout;
   CgOperand op;     /* scalar, pointer, splat value, or affine start */
   CgOperand *slots; /* per-slot registers (CG_FORM_SLOTS, materialized affine) */
+  CgOperand bias;   /* a shifted exp: the factor its slots are to be multiplied by */
 } CgVal;
 
 struct CgCtx {
@@ -522,6 +535,8 @@ struct CgCtx {
   CgFacts facts;
   CgVal *vals;
   CgSite *sites;    /* per instruction */
+  bool shifting;     /* lowering the shifted copy of a phase's piece loop (exp_shift.c) */
+  CgShift shift;     /* ... and its exp's scalars */
   int32_t *partner; /* per instruction: a fused reduce_max's reduce_sum and back, or -1 */
   bool pairs;       /* some reduction is a fused pair */
   bool streamed;    /* the widest tile is streamed in pieces (stream.c) */
@@ -544,6 +559,37 @@ void cg_lower_kernel(CgCtx *c);
 void cg_lower_inst(CgCtx *c, int i);
 /* Whether instruction i is computed once before the loop over instances. */
 bool cg_hoisted(const CgCtx *c, int i);
+
+/* ------------------------------------------------------------- exp_shift.c */
+
+#define CG_LOG2_E 1.4426950408889634f
+
+CgShift cg_shift_begin(CgCtx *c, CgOperand m);
+/* One slot on the shifted path: exp(t - m) times 1 / bias. */
+CgOperand cg_shift_exp(CgCtx *c, const CgShift *s, CgOperand t);
+/* A branch between the paths: begin (the shifted path follows), else (the
+ * exact one follows), end; both write the same registers. */
+int cg_shift_branch(CgCtx *c, const CgShift *s, bool uniform);
+void cg_shift_else(CgCtx *c, int label);
+void cg_shift_end(CgCtx *c, int label);
+/* Whether the shift may apply to exps of tile t (staged pieces of t cast
+ * from 16-bit elements); analyze.c's shift fact of value where it applies
+ * now (in the shifted copy of a piece loop; else 0); whether value is an
+ * exp computed shifted (fact 1). */
+bool cg_shift_applies(const CgCtx *c, int value);
+int cg_shift_fact(const CgCtx *c, int value);
+bool cg_shifted(const CgCtx *c, int value);
+/* The one exp that marks need for a phase whose loop may be emitted
+ * shifted, or -1 (none, or more than one); its m. */
+int cg_shift_candidate(const CgCtx *c, const uint8_t *need);
+CgOperand cg_shift_of(const CgCtx *c, int inst);
+/* Before a shifted loop: the one scaling use's value, its bias folded in. */
+void cg_shift_hoist(CgCtx *c, const uint8_t *need, int exp);
+/* Shifted exp inst into r's slots, its bias into r->bias. */
+void cg_lower_shifted_exp(CgCtx *c, int inst, CgVal *r);
+/* A shifted exp times (or divided by) one value, its bias folded into
+ * that value (or its reciprocal); false when in is not one. */
+bool cg_shifted_scale(CgCtx *c, const IrInst *in, CgVal *r);
 
 /* ------------------------------------------------------------- values.c */
 

@@ -158,8 +158,13 @@ static bool divide_by_one(CgCtx *c, const IrInst *in, CgVal *r) {
 
 static void lower_elementwise(CgCtx *c, const IrInst *in) {
   CgVal *r = &c->vals[in->result];
-  if (c->facts.remat[in->result]) return; /* each access computes it (memory.c) */
-  if (cg_folded(c, in->result)) return;    /* its reduction computes it (reduce.c) */
+  if (c->facts.remat[in->result]) return;        /* each access computes it (memory.c) */
+  if (cg_folded(c, in->result)) return;          /* its reduction computes it (reduce.c) */
+  if (cg_shift_fact(c, in->result) == 2) return; /* its exp computes it (exp_shift.c) */
+  if (cg_shifted(c, in->result)) {
+    cg_lower_shifted_exp(c, c->p->defs[in->result], r);
+    return;
+  }
   if (r->form == CG_FORM_AFFINE) {
     lower_affine(c, in);
     return;
@@ -169,7 +174,8 @@ static void lower_elementwise(CgCtx *c, const IrInst *in) {
     return;
   }
   int slots = cg_layout_of(c, in->result)->slots;
-  if (!(r->slots = cg_new_slots(c, slots)) || divide_by_one(c, in, r)) return;
+  if (!(r->slots = cg_new_slots(c, slots)) || cg_shifted_scale(c, in, r) || divide_by_one(c, in, r))
+    return;
   for (int k = 0; k < slots && cg_ok(c); k++) r->slots[k] = cg_apply_at(c, in, k);
   r->guarded = result_guarded(c, in);
 }

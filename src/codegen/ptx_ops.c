@@ -91,7 +91,6 @@ const CgOpText cg_op_text[TJ_OP_COUNT] = {
 };
 _Static_assert(TJ_COUNTOF(cg_op_text) == TJ_OP_COUNT, "one PTX table line per op");
 
-#define LOG2_E 1.4426950408889634f
 #define LN_2   0.6931471805599453f
 
 const char *cg_op_instruction(tj_op op, tj_elem elem) {
@@ -160,7 +159,7 @@ CgOperand cg_compare_and(CgCtx *c, tj_op op, tj_elem elem, const CgOperand *a, C
 static CgOperand exp_log(CgCtx *c, tj_op op, CgOperand a) {
   CgOperand t = cg_reg(&c->em, CG_F32), d = cg_reg(&c->em, CG_F32);
   if (op == TJ_OP_EXP) {
-    cg_line(&c->em, "mul.f32 %s, %s, %s;", CG_N(t), CG_N(a), CG_N(cg_imm_f32(LOG2_E)));
+    cg_line(&c->em, "mul.f32 %s, %s, %s;", CG_N(t), CG_N(a), CG_N(cg_imm_f32(CG_LOG2_E)));
     cg_line(&c->em, "ex2.approx.ftz.f32 %s, %s;", CG_N(d), CG_N(t));
   } else {
     cg_line(&c->em, "lg2.approx.ftz.f32 %s, %s;", CG_N(t), CG_N(a));

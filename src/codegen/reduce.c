@@ -306,11 +306,25 @@ static CgOperand running_total(CgCtx *c, Running *r) {
 }
 
 /* sum exp(v[k] - top), running: the values stay live for the program's
- * later use of them. */
-static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top) {
+ * later use of them. Shifted (exp_shift.c) where top allows, its bias
+ * taken out of the sum, so the pair holds the true sum. */
+static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top, bool shift) {
+  Running x = {TJ_OP_REDUCE_SUM, TJ_F32, 0, {{0}}};
+  if (!shift) {
+    for (int k = 0; k < count; k++) running_add(c, &x, exp_diff(c, v[k], top));
+    return running_total(c, &x);
+  }
+  CgShift s = cg_shift_begin(c, top);
+  CgOperand d = cg_reg(&c->em, CG_F32);
+  int label = cg_shift_branch(c, &s, false); /* top: the thread's own */
   Running r = {TJ_OP_REDUCE_SUM, TJ_F32, 0, {{0}}};
-  for (int k = 0; k < count; k++) running_add(c, &r, exp_diff(c, v[k], top));
-  return running_total(c, &r);
+  for (int k = 0; k < count; k++) running_add(c, &r, cg_shift_exp(c, &s, v[k]));
+  cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(d), CG_N(running_total(c, &r)), CG_N(s.bias));
+  cg_shift_else(c, label);
+  for (int k = 0; k < count; k++) running_add(c, &x, exp_diff(c, v[k], top));
+  cg_mov(c, d, running_total(c, &x));
+  cg_shift_end(c, label);
+  return d;
 }
 
 CgRed cg_red_slots(CgCtx *c, int inst, int first, int count) {
@@ -338,7 +352,7 @@ CgRed cg_red_slots(CgCtx *c, int inst, int first, int count) {
   CgOperand safe = cg_reg(&c->em, CG_F32), empty = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(r.x));
   cg_line(&c->em, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(safe), CG_N(r.x), CG_N(empty));
-  r.d = sum_exps(c, kept, count, safe);
+  r.d = sum_exps(c, kept, count, safe, cg_shift_applies(c, in->args[0]));
   return r;
 }
 

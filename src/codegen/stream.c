@@ -636,6 +636,24 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
   c->piece_start = cg_imm_int(CG_B32, 0);
 }
 
+/* A phase whose one exp(t - m) is only scaled and which keeps no running
+ * reduction, as softmax's last: its piece loop twice, the first with that
+ * exp shifted (exp_shift.c), the second as before, and m picks one. */
+static void shifted_loops(CgCtx *c, int ph, const uint8_t *need, int exp) {
+  int label = c->em.labels++;
+  c->shift = cg_shift_begin(c, cg_shift_of(c, exp));
+  cg_shift_hoist(c, need, exp);
+  cg_line(&c->em, "@!%s bra%s $Lexact_loop_%d;", CG_N(c->shift.fast),
+          c->geo.programs == 1 ? ".uni" : "", label);
+  c->shifting = true;
+  piece_loop(c, ph, need, NULL, 0, NULL);
+  c->shifting = false;
+  cg_line(&c->em, "bra.uni $Lshifted_loop_%d;", label);
+  cg_raw(&c->em, "$Lexact_loop_%d:\n", label);
+  piece_loop(c, ph, need, NULL, 0, NULL);
+  cg_raw(&c->em, "$Lshifted_loop_%d:\n", label);
+}
+
 /* One phase: its scalars, its loop, then its reductions across threads. */
 static void lower_phase(CgCtx *c, int ph, uint8_t *need, Running *run) {
   const tj_program *p = c->p;
@@ -661,7 +679,11 @@ static void lower_phase(CgCtx *c, int ph, uint8_t *need, Running *run) {
   }
   bool prefetched = prefetch_plan(c, need, deps);
   if (prefetched) prefetch_start(c, deps);
-  piece_loop(c, ph, need, run, nrun, prefetched ? deps : NULL);
+  int shifted = nrun == 0 && !prefetched ? cg_shift_candidate(c, need) : -1;
+  if (shifted >= 0)
+    shifted_loops(c, ph, need, shifted);
+  else
+    piece_loop(c, ph, need, run, nrun, prefetched ? deps : NULL);
   if (c->stream.prefetched) memset(c->stream.prefetched, 0, (size_t)p->ninsts + 1);
   for (int k = 0; k < nrun && cg_ok(c); k++)
     cg_red_finish(c, run[k].inst, cg_red_levels(c, run[k].inst, run[k].acc));

@@ -1,0 +1,190 @@
+/*
+ * exp_shift.c — exp(t - m) for one value m in one fma and an ex2 a slot.
+ *
+ * exp(t - m) is 2^((t - m) log2 e): a sub, a mul and an ex2 a slot
+ * (ptx_ops.c). With o = m log2 e rounded to f32, fma gives t log2 e - o
+ * rounded once, so a slot takes an fma and an ex2, and what it holds is
+ * 2^((t - m) log2 e + c), c = m log2 e - o: exp(t - m) times 2^c, the same
+ * factor in every slot. c is exact as fma(m, log2 e, -o), so one ex2(-c),
+ * the bias, takes the factor out again: a sum is multiplied by it, a
+ * product with one value (or a quotient by it) folds it into that value.
+ *
+ * That holds while 2^c is a modest factor and c adds no error of its own:
+ * for |m| < 2^24, |c| <= 1 and the fma's result, within a few units of
+ * (t - m) log2 e where the slot's value matters, rounds as the sub and the
+ * mul did. Elsewhere (|m| >= 2^24, or m infinite or NaN: the extreme rows
+ * of testing.md, such as one-hot rows of 3e38) the sub, the mul and the
+ * ex2 run as before. So each use is a branch on m between the two:
+ *
+ *   - a fused pair's running sum (reduce.c), per piece and per thread, on
+ *     the piece's own max;
+ *   - a phase whose one exp(t - m) (analyze.c's shift fact) is only scaled,
+ *     with no running reduction: the phase's piece loop is emitted twice,
+ *     shifted and exact, and m picks one once (stream.c). Softmax's last
+ *     phase, e * (1 / s), then costs an fma, an ex2 and a mul a slot. A
+ *     branch per piece instead cost that loop MOVs into the registers of
+ *     its 16-byte stores at the join, and half a point of copy on an H100;
+ *     the loop twice made ptxas spill f32 pieces (64 registers: f32 262144
+ *     over 16 CTAs on sm_90, clusters on sm_100), whose 32 elements take
+ *     twice the registers of 16-bit ones.
+ *
+ * Only staged pieces (STAGE elements a thread) of t cast from 16-bit
+ * elements take it. A tile wholly in registers, or in pieces that fill
+ * them, keeps the plain exp, since the branch made ptxas spill some of
+ * those kernels (f32 BLOCK 2048 in 4 warps on sm_80; f32 2^20 over
+ * unstaged clusters of 13 on sm_90); so do f32 pieces, whose loop twice
+ * spilled (above) and whose first phase alone read up to a point slower on
+ * an H100 (bench/RESULTS.md, CC5). A staged bf16
+ * piece of 32 elements issues 10% fewer instructions (bf16 1024 x 131072,
+ * cuobjdump: 315 + 242 -> 293 + 208 in the two phases), for the H200,
+ * where such rows are bound by issue; on an H100, which is not, they read
+ * as before or up to a point faster (bench/RESULTS.md, CC4 and CC5).
+ */
+#include "codegen/codegen.h"
+
+CgShift cg_shift_begin(CgCtx *c, CgOperand m) {
+  CgEmit *e = &c->em;
+  CgShift s;
+  s.neg_o = cg_reg(e, CG_F32);
+  s.fast = cg_reg(e, CG_PRED);
+  s.bias = cg_reg(e, CG_F32);
+  s.scaled = -1;
+  s.scale = s.bias;
+  CgOperand o = cg_reg(e, CG_F32), minus_c = cg_reg(e, CG_F32), factor = cg_reg(e, CG_F32);
+  CgOperand size = cg_reg(e, CG_F32);
+  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(s.neg_o), CG_N(m), CG_N(cg_imm_f32(-CG_LOG2_E)));
+  cg_line(e, "neg.f32 %s, %s;", CG_N(o), CG_N(s.neg_o));
+  cg_line(e, "fma.rn.f32 %s, %s, %s, %s;", CG_N(minus_c), CG_N(m), CG_N(cg_imm_f32(-CG_LOG2_E)),
+          CG_N(o));
+  cg_line(e, "ex2.approx.ftz.f32 %s, %s;", CG_N(factor), CG_N(minus_c));
+  cg_line(e, "abs.f32 %s, %s;", CG_N(size), CG_N(m));
+  cg_line(e, "setp.lt.f32 %s, %s, %s;", CG_N(s.fast), CG_N(size), CG_N(cg_imm_f32(16777216.0f)));
+  cg_line(e, "selp.f32 %s, %s, %s, %s;", CG_N(s.bias), CG_N(factor), CG_N(cg_imm_f32(1.0f)),
+          CG_N(s.fast));
+  return s;
+}
+
+CgOperand cg_shift_exp(CgCtx *c, const CgShift *s, CgOperand t) {
+  CgOperand a = cg_reg(&c->em, CG_F32), d = cg_reg(&c->em, CG_F32);
+  cg_line(&c->em, "fma.rn.f32 %s, %s, %s, %s;", CG_N(a), CG_N(t), CG_N(cg_imm_f32(CG_LOG2_E)),
+          CG_N(s->neg_o));
+  cg_line(&c->em, "ex2.approx.ftz.f32 %s, %s;", CG_N(d), CG_N(a));
+  return d;
+}
+
+int cg_shift_branch(CgCtx *c, const CgShift *s, bool uniform) {
+  int label = c->em.labels++;
+  cg_line(&c->em, "@!%s bra%s $Lexact_%d;", CG_N(s->fast), uniform ? ".uni" : "", label);
+  return label;
+}
+
+void cg_shift_else(CgCtx *c, int label) {
+  cg_line(&c->em, "bra.uni $Lshifted_%d;", label);
+  cg_raw(&c->em, "$Lexact_%d:\n", label);
+}
+
+void cg_shift_end(CgCtx *c, int label) { cg_raw(&c->em, "$Lshifted_%d:\n", label); }
+
+/* Whether t is a 16-bit tile cast to f32: its slots arrive two a register. */
+static bool from_halves(const CgCtx *c, int t) {
+  const IrInst *in = &c->p->insts[c->p->defs[t]];
+  return in->op == TJ_OP_CAST && cg_elem_size(cg_elem_of(c, in->args[0])) == 2;
+}
+
+bool cg_shift_applies(const CgCtx *c, int t) {
+  return t != IR_NONE && c->streamed && c->spec->stage > 0 &&
+         c->vals[t].layout == c->stream.layout && from_halves(c, t);
+}
+
+/* The tile an exp(t - m) with the shift fact (or its t - m) exponentiates. */
+static int operand_of(const CgCtx *c, int value) {
+  int d = c->facts.shift[value] == 1 ? c->p->insts[c->p->defs[value]].args[0] : value;
+  return c->p->insts[c->p->defs[d]].args[0];
+}
+
+int cg_shift_fact(const CgCtx *c, int value) {
+  if (value == IR_NONE || !c->shifting || !c->facts.shift[value]) return 0;
+  return cg_shift_applies(c, operand_of(c, value)) ? c->facts.shift[value] : 0;
+}
+
+bool cg_shifted(const CgCtx *c, int value) { return cg_shift_fact(c, value) == 1; }
+
+int cg_shift_candidate(const CgCtx *c, const uint8_t *need) {
+  int one = -1;
+  for (int i = 0; i < c->p->ninsts; i++) {
+    int v = c->p->insts[i].result;
+    if (!need[i] || v == IR_NONE || c->facts.shift[v] != 1 ||
+        !cg_shift_applies(c, operand_of(c, v)))
+      continue;
+    if (one >= 0) return -1;
+    one = i;
+  }
+  return one;
+}
+
+CgOperand cg_shift_of(const CgCtx *c, int inst) {
+  const IrInst *sub = &c->p->insts[c->p->defs[c->p->insts[inst].args[0]]];
+  return c->vals[sub->args[1]].op;
+}
+
+void cg_lower_shifted_exp(CgCtx *c, int inst, CgVal *r) {
+  const IrInst *sub = &c->p->insts[c->p->defs[c->p->insts[inst].args[0]]];
+  int slots = cg_layout_of(c, c->p->insts[inst].result)->slots;
+  if (!(r->slots = cg_new_slots(c, slots))) return;
+  for (int k = 0; k < slots && cg_ok(c); k++)
+    r->slots[k] = cg_shift_exp(c, &c->shift, cg_slot(c, sub->args[0], k));
+  r->bias = c->shift.bias;
+}
+
+/* The one value a scaling use multiplies by, its bias folded in. */
+static CgOperand scale_of(CgCtx *c, const IrInst *in, int side) {
+  CgOperand k = cg_reg(&c->em, CG_F32), by = c->vals[in->args[1 - side]].op;
+  if (in->op == TJ_OP_DIV) by = cg_reciprocal(c, by); /* as lower.c divides a tile by one value */
+  cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(k), CG_N(c->shift.bias), CG_N(by));
+  return k;
+}
+
+/* Which operand of in is exp where in scales it (a product with one
+ * value, or a quotient by one), else -1. */
+static int scaled_side(const IrInst *in, int exp) {
+  if (in->op == TJ_OP_DIV) return in->args[0] == exp ? 0 : -1;
+  if (in->op != TJ_OP_MUL) return -1;
+  return in->args[0] == exp ? 0 : in->args[1] == exp ? 1 : -1;
+}
+
+/* Made before the loops: the one value of the exp's one scaling use in the
+ * phase, its bias folded in, so that the shifted loop keeps one register
+ * (that value) beside -o where the exact loop keeps one (ptxas spilled f32
+ * pieces of 64 registers with the product made a piece). */
+void cg_shift_hoist(CgCtx *c, const uint8_t *need, int exp) {
+  int e = c->p->insts[exp].result;
+  c->shift.scaled = -1;
+  for (int i = 0; i < c->p->ninsts; i++) {
+    if (!need[i] || scaled_side(&c->p->insts[i], e) < 0) continue;
+    if (c->shift.scaled >= 0) {
+      c->shift.scaled = -1;
+      return;
+    }
+    c->shift.scaled = i;
+  }
+  if (c->shift.scaled >= 0) {
+    const IrInst *in = &c->p->insts[c->shift.scaled];
+    c->shift.scale = scale_of(c, in, scaled_side(in, e));
+  }
+}
+
+bool cg_shifted_scale(CgCtx *c, const IrInst *in, CgVal *r) {
+  int side = in->nargs != 2               ? -1
+             : cg_shifted(c, in->args[0]) ? scaled_side(in, in->args[0])
+             : cg_shifted(c, in->args[1]) ? scaled_side(in, in->args[1])
+                                          : -1;
+  if (side < 0) return false;
+  const CgVal *e = &c->vals[in->args[side]];
+  bool hoisted = c->shift.scaled >= 0 && in == &c->p->insts[c->shift.scaled];
+  CgOperand k = hoisted ? c->shift.scale : scale_of(c, in, side);
+  for (int j = 0; j < cg_layout_of(c, in->result)->slots; j++) {
+    r->slots[j] = cg_reg(&c->em, CG_F32);
+    cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(r->slots[j]), CG_N(e->slots[j]), CG_N(k));
+  }
+  return true;
+}
