@@ -298,6 +298,21 @@ START_TEST(softmax_staged) {
 }
 END_TEST
 
+/* A user program on rows: the interpreter writes args[0] (the reference),
+ * then the simulator writes y in its place, two clusters (or CTAs) on
+ * sm_90 over a workspace of its own. */
+static void interpret_then_simulate(tj_spec *s, tj_arg *args, int nargs, int64_t rows, void *y,
+                                    Run *run) {
+  ck_assert_msg(tj_interpret(s, args, nargs, rows) == TJ_OK, "%s", tj_spec_error(s));
+  args[0].u.ptr = y;
+  void *ws = NULL;
+  size_t ws_bytes = 0;
+  char why[1024];
+  ck_assert_msg(simulate(s, 90, args, nargs, rows, 2, &ws, &ws_bytes, run, why, sizeof why), "%s",
+                why);
+  free(ws);
+}
+
 /* y = softmax(x) * w, w one row of weights: w's load is placed in the
  * first phase (its operands are there) but only the second uses it, so
  * STAGE keeps x alone in shared memory and w is read once, in the second
@@ -329,14 +344,8 @@ START_TEST(staged_loads_only_where_two_phases_use_them) {
                     {TJ_ARG_PTR, {.ptr = x}, sizeof x},
                     {TJ_ARG_PTR, {.ptr = w}, sizeof w},
                     {TJ_ARG_INT, {.i = N}, 0}};
-  ck_assert_msg(tj_interpret(s, args, 4, ROWS) == TJ_OK, "%s", tj_spec_error(s));
-  args[0].u.ptr = y;
-  void *ws = NULL;
-  size_t ws_bytes = 0;
   Run run;
-  char why[1024];
-  ck_assert_msg(simulate(s, 90, args, 4, ROWS, 2, &ws, &ws_bytes, &run, why, sizeof why), "%s",
-                why);
+  interpret_then_simulate(s, args, 4, ROWS, y, &run);
   for (int i = 0; i < ROWS * N; i++)
     ck_assert_msg(fabsf(y[i] - want[i]) <= 1e-6f + 1e-5f * fabsf(want[i]), "%d: %g, want %g", i,
                   y[i], want[i]);
@@ -348,7 +357,6 @@ START_TEST(staged_loads_only_where_two_phases_use_them) {
   /* One stash: x's share of the BLOCK, 4096 floats over 32 threads. */
   int smem = run.info.shape.shared_bytes + run.info.shape.dynamic_shared_bytes;
   ck_assert_msg(smem >= 4096 * 4 && smem < 2 * 4096 * 4, "%d bytes of shared memory", smem);
-  free(ws);
   tj_spec_destroy(s);
   tj_program_destroy(p);
 }
@@ -403,19 +411,12 @@ START_TEST(shifted_exps_of_a_parameter) {
                         {TJ_ARG_PTR, {.ptr = x.data}, x.bytes},
                         {TJ_ARG_FLOAT, {.f = shifts[k]}, 0},
                         {TJ_ARG_INT, {.i = N}, 0}};
-      ck_assert_msg(tj_interpret(s, args, 4, ROWS) == TJ_OK, "%s", tj_spec_error(s));
-      args[0].u.ptr = y;
-      void *ws = NULL;
-      size_t ws_bytes = 0;
       Run run;
-      char why[1024];
-      ck_assert_msg(simulate(s, 90, args, 4, ROWS, 2, &ws, &ws_bytes, &run, why, sizeof why),
-                    "%s", why);
+      interpret_then_simulate(s, args, 4, ROWS, y, &run);
       for (int i = 0; i < ROWS * N; i++)
         ck_assert_msg((isnan(y[i]) && isnan(want[i])) ||
                           fabsf(y[i] - want[i]) <= 1e-6f + 4e-6f * fabsf(want[i]),
                       "program %d, p = %g: %d: %g, want %g", prog, shifts[k], i, y[i], want[i]);
-      free(ws);
       tj_spec_destroy(s);
       tj_program_destroy(p);
     }
