@@ -362,65 +362,61 @@ START_TEST(staged_loads_only_where_two_phases_use_them) {
 }
 END_TEST
 
-/* exp(x - p), x an f16 row and p a parameter, in staged pieces
- * (exp_shift.c): scaled by a constant, and divided by its own sum (a
- * running sum, no max pair: the last phase alone is shifted). Each
- * kernel's scaled phase is emitted twice, p picking the shifted loop or the
- * exact one: p near 0, far from it (-30000.37: a bias of 2^c, |c| up to
- * 2^-9, with x at steps of 16), past 2^24 (the exact loop: every exp 0)
- * and infinite (every exp 0; the quotient 0 / 0). */
-#define SHIFTED_HEAD                                                                              \
-  "kernel shifted\n%0 : ptr<f32> = param y\n%1 : ptr<f16> = param x\n%2 : f32 = param p\n"      \
-  "%3 : i32 = param n\n%4 : i32 = program_id\n%5 : i32 = mul %4, %3\n"                           \
-  "%6 : ptr<f16> = ptr_add %1, %5\n%7 : ptr<f32> = ptr_add %0, %5\n"                             \
-  "%8 : tile<i32,BLOCK> = arange\n%9 : tile<pred,BLOCK> = lt %8, %3\n%10 : f32 = const -inf\n"  \
-  "%11 : tile<f16,BLOCK> = load %6, %8, %9, %10\n%12 : tile<f32,BLOCK> = cast %11\n"             \
-  "%13 : tile<f32,BLOCK> = sub %12, %2\n%14 : tile<f32,BLOCK> = exp %13\n"
-
-START_TEST(shifted_exps_of_a_parameter) {
-  static const char *const programs[] = {
-      SHIFTED_HEAD "%15 : f32 = const 0.25\n%16 : tile<f32,BLOCK> = mul %15, %14\n"
-                   "store %7, %8, %16, %9\n",
-      SHIFTED_HEAD "%15 : f32 = reduce_sum %14\n%16 : tile<f32,BLOCK> = div %14, %15\n"
-                   "store %7, %8, %16, %9\n"};
-  static const double shifts[] = {0.5, -30000.37, 33554432.0, INFINITY};
+/* exp(x - max x) * k, x a bf16 row and k a parameter, in staged pieces
+ * (exp_shift.c): the last phase's loop is emitted twice, and the row (its
+ * max under 2^24) and k (at most 2 with the bias folded in) pick the
+ * shifted copy or the exact one. Rows near 0; of 16646144 and below it at
+ * steps of 65536, whose max times log2 e rounds off by c = -0.92, so
+ * that the bias is 1.89 (exps 1 and 0); and with one +inf (the exact copy:
+ * all NaN). k = 0.25; 3e38, whose product with that bias overflows, so
+ * that row must take the exact copy; and 2^120. */
+START_TEST(shifted_exps_times_a_parameter) {
+  static const char program[] =
+      "kernel scaled\n%0 : ptr<f32> = param y\n%1 : ptr<bf16> = param x\n%2 : f32 = param k\n"
+      "%3 : i32 = param n\n%4 : i32 = program_id\n%5 : i32 = mul %4, %3\n"
+      "%6 : ptr<bf16> = ptr_add %1, %5\n%7 : ptr<f32> = ptr_add %0, %5\n"
+      "%8 : tile<i32,BLOCK> = arange\n%9 : tile<pred,BLOCK> = lt %8, %3\n%10 : f32 = const -inf\n"
+      "%11 : tile<bf16,BLOCK> = load %6, %8, %9, %10\n%12 : tile<f32,BLOCK> = cast %11\n"
+      "%13 : f32 = reduce_max %12\n%14 : tile<f32,BLOCK> = sub %12, %13\n"
+      "%15 : tile<f32,BLOCK> = exp %14\n%16 : tile<f32,BLOCK> = mul %2, %15\n"
+      "store %7, %8, %16, %9\n";
+  static const double scales[] = {0.25, 3e38, 0x1p120};
   enum { ROWS = 3, N = 3000 };
   static float y[ROWS * N], want[ROWS * N];
+  tj_program *p;
+  tj_spec *s;
+  ck_assert_int_eq(tj_program_parse(program, strlen(program), &p), TJ_OK);
+  tj_spec_options o = {.n = N, .num_warps = 1, .dtype = TJ_DTYPE_F32, .align = 16, .stage = 16};
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  tj_codegen_options co = {90, 0, 0};
+  char *ptx = NULL;
+  ck_assert_msg(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+  ck_assert_int_eq(ptx_count(ptx, "$Lexact_loop_"), 2); /* the scaled loop, twice */
+  tj_free(ptx);
   TjMatrix x;
-  ck_assert(matrix_alloc(&x, TJ_DTYPE_F16, ROWS, N, N, 8));
-  for (int prog = 0; prog < 2; prog++)
-    for (int k = 0; k < 4; k++) {
-      tj_program *p;
-      tj_spec *s;
-      ck_assert_int_eq(tj_program_parse(programs[prog], strlen(programs[prog]), &p), TJ_OK);
-      tj_spec_options o = {.n = N, .num_warps = 1, .dtype = TJ_DTYPE_F32, .align = 16, .stage = 16};
-      ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
-      tj_codegen_options co = {90, 0, 0};
-      char *ptx = NULL;
-      ck_assert_msg(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
-      ck_assert_int_eq(ptx_count(ptx, "$Lexact_loop_"), 2); /* the scaled loop, twice */
-      tj_free(ptx);
-      TjRng rng;
-      rng_seed(&rng, 92 + (uint64_t)k);
-      for (int64_t r = 0; r < ROWS; r++)
-        for (int64_t c = 0; c < N; c++)
-          matrix_set(&x, r, c,
-                     k == 1 ? -30000.0 + 16.0 * (double)rng_range(&rng, -2, 1)
-                            : 3.0 * rng_normal(&rng));
-      tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
-                        {TJ_ARG_PTR, {.ptr = x.data}, x.bytes},
-                        {TJ_ARG_FLOAT, {.f = shifts[k]}, 0},
-                        {TJ_ARG_INT, {.i = N}, 0}};
-      Run run;
-      interpret_then_simulate(s, args, 4, ROWS, y, &run);
-      for (int i = 0; i < ROWS * N; i++)
-        ck_assert_msg((isnan(y[i]) && isnan(want[i])) ||
-                          fabsf(y[i] - want[i]) <= 1e-6f + 4e-6f * fabsf(want[i]),
-                      "program %d, p = %g: %d: %g, want %g", prog, shifts[k], i, y[i], want[i]);
-      tj_spec_destroy(s);
-      tj_program_destroy(p);
+  ck_assert(matrix_alloc(&x, TJ_DTYPE_BF16, ROWS, N, N, 8));
+  TjRng rng;
+  rng_seed(&rng, 92);
+  for (int k = 0; k < 3; k++) {
+    for (int64_t c = 0; c < N; c++) {
+      matrix_set(&x, 0, c, (c % 2 ? -100.0 : 0.0) + 3.0 * rng_normal(&rng));
+      matrix_set(&x, 1, c, 16646144.0 - (c % 7 ? 65536.0 * (double)(1 + c % 3) : 0.0));
+      matrix_set(&x, 2, c, c == N / 2 ? INFINITY : 3.0 * rng_normal(&rng));
     }
+    tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
+                      {TJ_ARG_PTR, {.ptr = x.data}, x.bytes},
+                      {TJ_ARG_FLOAT, {.f = scales[k]}, 0},
+                      {TJ_ARG_INT, {.i = N}, 0}};
+    Run run;
+    interpret_then_simulate(s, args, 4, ROWS, y, &run);
+    for (int i = 0; i < ROWS * N; i++)
+      ck_assert_msg((isnan(y[i]) && isnan(want[i])) || y[i] == want[i] ||
+                        fabsf(y[i] - want[i]) <= 1e-6f + 4e-6f * fabsf(want[i]),
+                    "k = %g: %d: %g, want %g", scales[k], i, y[i], want[i]);
+  }
   matrix_free(&x);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
 }
 END_TEST
 
@@ -873,7 +869,7 @@ static Suite *suite(void) {
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
   tcase_add_test(t, one_round_levels_flip_their_regions);
   tcase_add_test(t, staged_loads_only_where_two_phases_use_them);
-  tcase_add_test(t, shifted_exps_of_a_parameter);
+  tcase_add_test(t, shifted_exps_times_a_parameter);
   tcase_add_loop_test(t, sixteen_bit_elements_that_move_alone, 0,
                       2 * (int)(sizeof alone / sizeof alone[0]));
   suite_add_tcase(s, t);

@@ -35,15 +35,15 @@
  *               never lives beside its operands. Left in registers, it
  *               made log-softmax's f32 rows of 1024 spill (28 bytes at the
  *               56 registers where softmax fits in 54, 32 bytes at 64).
- *   shift       an f32 tile exp(t - m), m one value, whose t - m has no
- *               other use and whose own uses are sums, and products with
- *               or quotients by one value (softmax's e, summed and scaled
- *               by 1 / s): where exp_shift.c applies it, it is computed as
- *               2^(t log2 e - o) with o = m log2 e rounded, an fma and an
- *               ex2 a slot rather than a sub, a mul and an ex2, and its
- *               scaling uses take out the common factor that o's rounding
- *               leaves in every slot. Its t - m (shift 2) then gets no
- *               registers.
+ *   shift       an f32 tile exp(t - m), m = reduce_max t, whose t - m has
+ *               no other use and whose own uses are sums, and products with
+ *               or quotients by one f32 scalar (softmax's e, summed and
+ *               scaled by 1 / s): where exp_shift.c applies it, it is
+ *               computed as 2^(t log2 e - o) with o = m log2 e rounded, an
+ *               fma and an ex2 a slot rather than a sub, a mul and an ex2,
+ *               and its scaling use takes out the common factor that o's
+ *               rounding leaves in every slot. Its t - m (shift 2) then
+ *               gets no registers.
  *
  * Loops make pow2 and uniform fixpoints over iter values; they converge in
  * a few passes because both only ever decrease.
@@ -184,9 +184,10 @@ static void shifts(Pass *a, const int32_t *uses) {
         a->f->fold[e] || a->f->form[d] != CG_FORM_SLOTS || a->f->fold[d] || uses[d] != 1)
       continue;
     const IrInst *sub = &p->insts[p->defs[d]];
-    if (sub->op != TJ_OP_SUB || a->f->form[sub->args[0]] != CG_FORM_SLOTS ||
-        !one_value(a, sub->args[1]) || type_of(a, sub->args[1]).elem != TJ_F32 ||
-        p->scopes[d] != p->scopes[e])
+    int t = sub->args[0], m = sub->nargs == 2 ? sub->args[1] : IR_NONE;
+    const IrInst *max = m != IR_NONE ? &p->insts[p->defs[m]] : NULL;
+    if (sub->op != TJ_OP_SUB || a->f->form[t] != CG_FORM_SLOTS || !max ||
+        max->op != TJ_OP_REDUCE_MAX || max->args[0] != t || p->scopes[d] != p->scopes[e])
       continue;
     bool ok = true;
     for (int j = i + 1; j < p->ninsts && ok; j++) {
@@ -195,7 +196,8 @@ static void shifts(Pass *a, const int32_t *uses) {
         if (u->args[k] != e) continue;
         int other = u->nargs == 2 ? u->args[1 - k] : IR_NONE;
         bool scaled = (u->op == TJ_OP_MUL || (u->op == TJ_OP_DIV && k == 0)) && other != e &&
-                      one_value(a, other) && p->scopes[u->result] == p->scopes[e];
+                      other != IR_NONE && a->f->form[other] == CG_FORM_SCALAR &&
+                      type_of(a, other).elem == TJ_F32 && p->scopes[u->result] == p->scopes[e];
         ok = u->op == TJ_OP_REDUCE_SUM || scaled;
       }
     }

@@ -509,8 +509,8 @@ void cg_materialize(CgCtx *c, int value);
  * slots (1 where m does not). */
 typedef struct CgShift {
   CgOperand neg_o, fast, bias;
-  int scaled;      /* the instruction whose one value scale holds (cg_shift_hoist), or -1 */
-  CgOperand scale; /* that value times bias */
+  int value, scaled; /* the exp's value and its one scaling use (cg_shift_hoist), or -1 */
+  CgOperand scale;   /* that use's scalar times bias */
 } CgShift;
 
 typedef struct CgVal {
@@ -579,16 +579,17 @@ void cg_shift_end(CgCtx *c, int label);
 bool cg_shift_applies(const CgCtx *c, int value);
 int cg_shift_fact(const CgCtx *c, int value);
 bool cg_shifted(const CgCtx *c, int value);
-/* The one exp that marks need for a phase whose loop may be emitted
- * shifted, or -1 (none, or more than one); its m. */
+/* The one exp that need marks in a phase whose loop may be emitted
+ * shifted (it has exactly one scaling use there), or -1; its m. */
 int cg_shift_candidate(const CgCtx *c, const uint8_t *need);
 CgOperand cg_shift_of(const CgCtx *c, int inst);
-/* Before a shifted loop: the one scaling use's value, its bias folded in. */
+/* Before a shifted loop: its one scaling use's scalar, the bias folded in;
+ * fast then also asks that scalar be at most 2 in magnitude. */
 void cg_shift_hoist(CgCtx *c, const uint8_t *need, int exp);
 /* Shifted exp inst into r's slots, its bias into r->bias. */
 void cg_lower_shifted_exp(CgCtx *c, int inst, CgVal *r);
-/* A shifted exp times (or divided by) one value, its bias folded into
- * that value (or its reciprocal); false when in is not one. */
+/* In the shifted loop, the exp's scaling use: each slot times the hoisted
+ * scalar; false for any other instruction. */
 bool cg_shifted_scale(CgCtx *c, const IrInst *in, CgVal *r);
 
 /* ------------------------------------------------------------- values.c */

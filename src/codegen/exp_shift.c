@@ -7,7 +7,9 @@
  * 2^((t - m) log2 e + c), c = m log2 e - o: exp(t - m) times 2^c, the same
  * factor in every slot. c is exact as fma(m, log2 e, -o), so one ex2(-c),
  * the bias, takes the factor out again: a sum is multiplied by it, a
- * product with one value (or a quotient by it) folds it into that value.
+ * product with one scalar (or a quotient by it) folds it into the scalar.
+ * m is t's max (analyze.c's shift fact; the pair's own max in reduce.c),
+ * so every exp is at most 1 and a shifted slot at most 2.
  *
  * That holds while 2^c is a modest factor and c adds no error of its own:
  * for |m| < 2^24, |c| <= 1 and the fma's result, within a few units of
@@ -48,7 +50,7 @@ CgShift cg_shift_begin(CgCtx *c, CgOperand m) {
   s.neg_o = cg_reg(e, CG_F32);
   s.fast = cg_reg(e, CG_PRED);
   s.bias = cg_reg(e, CG_F32);
-  s.scaled = -1;
+  s.value = s.scaled = -1;
   s.scale = s.bias;
   CgOperand o = cg_reg(e, CG_F32), minus_c = cg_reg(e, CG_F32), factor = cg_reg(e, CG_F32);
   CgOperand size = cg_reg(e, CG_F32);
@@ -109,6 +111,26 @@ int cg_shift_fact(const CgCtx *c, int value) {
 
 bool cg_shifted(const CgCtx *c, int value) { return cg_shift_fact(c, value) == 1; }
 
+/* Which operand of in is exp where in scales it (a product with one
+ * value, or a quotient by one), else -1. */
+static int scaled_side(const IrInst *in, int exp) {
+  if (in->nargs != 2) return -1;
+  if (in->op == TJ_OP_DIV) return in->args[0] == exp ? 0 : -1;
+  if (in->op != TJ_OP_MUL) return -1;
+  return in->args[0] == exp ? 0 : in->args[1] == exp ? 1 : -1;
+}
+
+/* The one instruction of the phase that scales exp's value, or -1. */
+static int scaling_use(const CgCtx *c, const uint8_t *need, int exp) {
+  int e = c->p->insts[exp].result, one = -1;
+  for (int i = 0; i < c->p->ninsts; i++) {
+    if (!need[i] || scaled_side(&c->p->insts[i], e) < 0) continue;
+    if (one >= 0) return -1;
+    one = i;
+  }
+  return one;
+}
+
 int cg_shift_candidate(const CgCtx *c, const uint8_t *need) {
   int one = -1;
   for (int i = 0; i < c->p->ninsts; i++) {
@@ -119,7 +141,7 @@ int cg_shift_candidate(const CgCtx *c, const uint8_t *need) {
     if (one >= 0) return -1;
     one = i;
   }
-  return one;
+  return one >= 0 && scaling_use(c, need, one) >= 0 ? one : -1;
 }
 
 CgOperand cg_shift_of(const CgCtx *c, int inst) {
@@ -136,55 +158,37 @@ void cg_lower_shifted_exp(CgCtx *c, int inst, CgVal *r) {
   r->bias = c->shift.bias;
 }
 
-/* The one value a scaling use multiplies by, its bias folded in. */
-static CgOperand scale_of(CgCtx *c, const IrInst *in, int side) {
-  CgOperand k = cg_reg(&c->em, CG_F32), by = c->vals[in->args[1 - side]].op;
-  if (in->op == TJ_OP_DIV) by = cg_reciprocal(c, by); /* as lower.c divides a tile by one value */
-  cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(k), CG_N(c->shift.bias), CG_N(by));
-  return k;
-}
-
-/* Which operand of in is exp where in scales it (a product with one
- * value, or a quotient by one), else -1. */
-static int scaled_side(const IrInst *in, int exp) {
-  if (in->op == TJ_OP_DIV) return in->args[0] == exp ? 0 : -1;
-  if (in->op != TJ_OP_MUL) return -1;
-  return in->args[0] == exp ? 0 : in->args[1] == exp ? 1 : -1;
-}
-
-/* Made before the loops: the one value of the exp's one scaling use in the
- * phase, its bias folded in, so that the shifted loop keeps one register
- * (that value) beside -o where the exact loop keeps one (ptxas spilled f32
- * pieces of 64 registers with the product made a piece). */
+/* Made before the loops: the one value of the exp's one scaling use, its
+ * bias folded in (so that the shifted loop keeps one register beside -o
+ * where the exact loop keeps one), and the shifted loop's condition: m's,
+ * and that value at most 2 in magnitude. m is t's max, so the exps are at
+ * most 1 and their shifted slots at most 2, and with that bound no product
+ * overflows or leaves 0 where the exact exp flushes to 0 what is under
+ * 2^-126 (softmax's 1 / s is at most 1); a larger one takes the exact loop. */
 void cg_shift_hoist(CgCtx *c, const uint8_t *need, int exp) {
-  int e = c->p->insts[exp].result;
-  c->shift.scaled = -1;
-  for (int i = 0; i < c->p->ninsts; i++) {
-    if (!need[i] || scaled_side(&c->p->insts[i], e) < 0) continue;
-    if (c->shift.scaled >= 0) {
-      c->shift.scaled = -1;
-      return;
-    }
-    c->shift.scaled = i;
-  }
-  if (c->shift.scaled >= 0) {
-    const IrInst *in = &c->p->insts[c->shift.scaled];
-    c->shift.scale = scale_of(c, in, scaled_side(in, e));
-  }
+  CgEmit *e = &c->em;
+  c->shift.value = c->p->insts[exp].result;
+  c->shift.scaled = scaling_use(c, need, exp);
+  const IrInst *in = &c->p->insts[c->shift.scaled];
+  int side = scaled_side(in, c->shift.value);
+  CgOperand by = c->vals[in->args[1 - side]].op, size = cg_reg(e, CG_F32);
+  CgOperand go = cg_reg(e, CG_PRED);
+  if (in->op == TJ_OP_DIV) by = cg_reciprocal(c, by); /* as lower.c divides a tile by one value */
+  c->shift.scale = cg_reg(e, CG_F32);
+  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(c->shift.scale), CG_N(c->shift.bias), CG_N(by));
+  cg_line(e, "abs.f32 %s, %s;", CG_N(size), CG_N(c->shift.scale));
+  cg_line(e, "setp.le.and.f32 %s, %s, %s, %s;", CG_N(go), CG_N(size), CG_N(cg_imm_f32(2.0f)),
+          CG_N(c->shift.fast));
+  c->shift.fast = go;
 }
 
 bool cg_shifted_scale(CgCtx *c, const IrInst *in, CgVal *r) {
-  int side = in->nargs != 2               ? -1
-             : cg_shifted(c, in->args[0]) ? scaled_side(in, in->args[0])
-             : cg_shifted(c, in->args[1]) ? scaled_side(in, in->args[1])
-                                          : -1;
-  if (side < 0) return false;
-  const CgVal *e = &c->vals[in->args[side]];
-  bool hoisted = c->shift.scaled >= 0 && in == &c->p->insts[c->shift.scaled];
-  CgOperand k = hoisted ? c->shift.scale : scale_of(c, in, side);
+  if (!c->shifting || in != &c->p->insts[c->shift.scaled]) return false;
+  const CgVal *e = &c->vals[in->args[scaled_side(in, c->shift.value)]];
   for (int j = 0; j < cg_layout_of(c, in->result)->slots; j++) {
     r->slots[j] = cg_reg(&c->em, CG_F32);
-    cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(r->slots[j]), CG_N(e->slots[j]), CG_N(k));
+    cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(r->slots[j]), CG_N(e->slots[j]),
+            CG_N(c->shift.scale));
   }
   return true;
 }
