@@ -520,7 +520,6 @@ typedef struct CgVal {
   int16_t layout;
   CgOperand op;     /* scalar, pointer, splat value, or affine start */
   CgOperand *slots; /* per-slot registers (CG_FORM_SLOTS, materialized affine) */
-  CgOperand bias;   /* a shifted exp: the factor its slots are to be multiplied by */
 } CgVal;
 
 struct CgCtx {
@@ -586,7 +585,7 @@ CgOperand cg_shift_of(const CgCtx *c, int inst);
 /* Before a shifted loop: its one scaling use's scalar, the bias folded in;
  * fast then also asks that scalar be at most 2 in magnitude. */
 void cg_shift_hoist(CgCtx *c, const uint8_t *need, int exp);
-/* Shifted exp inst into r's slots, its bias into r->bias. */
+/* Shifted exp inst into r's slots (its scaling use takes the bias out). */
 void cg_lower_shifted_exp(CgCtx *c, int inst, CgVal *r);
 /* In the shifted loop, the exp's scaling use: each slot times the hoisted
  * scalar; false for any other instruction. */

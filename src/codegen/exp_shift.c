@@ -155,7 +155,6 @@ void cg_lower_shifted_exp(CgCtx *c, int inst, CgVal *r) {
   if (!(r->slots = cg_new_slots(c, slots))) return;
   for (int k = 0; k < slots && cg_ok(c); k++)
     r->slots[k] = cg_shift_exp(c, &c->shift, cg_slot(c, sub->args[0], k));
-  r->bias = c->shift.bias;
 }
 
 /* Made before the loops: the one value of the exp's one scaling use, its
