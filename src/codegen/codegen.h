@@ -503,16 +503,16 @@ int cg_max_shared(int arch);
 /* Per-slot registers of affine value v (lower.c; phase.c calls it too). */
 void cg_materialize(CgCtx *c, int value);
 
-/* Per value: how the lowering holds it. */
-/* exp_shift.c: exp(t - m), m one value, as 2^(t log2 e - o): -o, whether
- * m takes that path (|m| < 2^24), and the factor its uses take out of the
- * slots (1 where m does not). */
+/* exp_shift.c: exp(t - m), m = max t, as 2^(t log2 e - o): -o, whether m
+ * takes that path (|m| < 2^24; in a shifted loop also its scale's bound),
+ * and the factor its uses take out of the slots (1 where m does not). */
 typedef struct CgShift {
   CgOperand neg_o, fast, bias;
   int value, scaled; /* the exp's value and its one scaling use (cg_shift_hoist), or -1 */
   CgOperand scale;   /* that use's scalar times bias */
 } CgShift;
 
+/* Per value: how the lowering holds it. */
 typedef struct CgVal {
   uint8_t form;    /* CgForm */
   uint8_t elem;    /* tj_elem */
@@ -534,8 +534,8 @@ struct CgCtx {
   CgFacts facts;
   CgVal *vals;
   CgSite *sites;    /* per instruction */
-  bool shifting;     /* lowering the shifted copy of a phase's piece loop (exp_shift.c) */
-  CgShift shift;     /* ... and its exp's scalars */
+  bool shifting;    /* lowering the shifted copy of a phase's piece loop (exp_shift.c) */
+  CgShift shift;    /* ... and its exp's scalars */
   int32_t *partner; /* per instruction: a fused reduce_max's reduce_sum and back, or -1 */
   bool pairs;       /* some reduction is a fused pair */
   bool streamed;    /* the widest tile is streamed in pieces (stream.c) */
@@ -575,7 +575,7 @@ void cg_shift_end(CgCtx *c, int label);
  * from 16-bit elements); analyze.c's shift fact of value where it applies
  * now (in the shifted copy of a piece loop; else 0); whether value is an
  * exp computed shifted (fact 1). */
-bool cg_shift_applies(const CgCtx *c, int value);
+bool cg_shift_applies(const CgCtx *c, int t);
 int cg_shift_fact(const CgCtx *c, int value);
 bool cg_shifted(const CgCtx *c, int value);
 /* The one exp that need marks in a phase whose loop may be emitted
