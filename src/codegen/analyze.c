@@ -174,7 +174,18 @@ static void folds(Pass *a, const int32_t *uses, const int32_t *last) {
   }
 }
 
-/* The shift fact (above): 1 on the exp, 2 on its t - m. */
+/* Whether use u of exp value e keeps the shift fact: a sum, or a product
+ * with (a quotient by) one f32 scalar in e's scope. */
+static bool shift_use(const Pass *a, const IrInst *u, int k, int e) {
+  if (u->op == TJ_OP_REDUCE_SUM) return true;
+  int other = u->nargs == 2 ? u->args[1 - k] : IR_NONE;
+  return (u->op == TJ_OP_MUL || (u->op == TJ_OP_DIV && k == 0)) && other != e &&
+         other != IR_NONE && a->f->form[other] == CG_FORM_SCALAR &&
+         type_of(a, other).elem == TJ_F32 && a->p->scopes[u->result] == a->p->scopes[e];
+}
+
+/* The shift fact (above): 1 on the exp, 2 on its t - m. The exps whose own
+ * shape qualifies first, then one pass over every use clears the rest. */
 static void shifts(Pass *a, const int32_t *uses) {
   const tj_program *p = a->p;
   for (int i = 0; i < p->ninsts; i++) {
@@ -186,23 +197,18 @@ static void shifts(Pass *a, const int32_t *uses) {
     const IrInst *sub = &p->insts[p->defs[d]];
     int t = sub->args[0], m = sub->nargs == 2 ? sub->args[1] : IR_NONE;
     const IrInst *max = m != IR_NONE ? &p->insts[p->defs[m]] : NULL;
-    if (sub->op != TJ_OP_SUB || a->f->form[t] != CG_FORM_SLOTS || !max ||
-        max->op != TJ_OP_REDUCE_MAX || max->args[0] != t || p->scopes[d] != p->scopes[e])
-      continue;
-    bool ok = true;
-    for (int j = i + 1; j < p->ninsts && ok; j++) {
-      const IrInst *u = &p->insts[j];
-      for (int k = 0; k < u->nargs && ok; k++) {
-        if (u->args[k] != e) continue;
-        int other = u->nargs == 2 ? u->args[1 - k] : IR_NONE;
-        bool scaled = (u->op == TJ_OP_MUL || (u->op == TJ_OP_DIV && k == 0)) && other != e &&
-                      other != IR_NONE && a->f->form[other] == CG_FORM_SCALAR &&
-                      type_of(a, other).elem == TJ_F32 && p->scopes[u->result] == p->scopes[e];
-        ok = u->op == TJ_OP_REDUCE_SUM || scaled;
-      }
-    }
-    if (ok) a->f->shift[e] = 1, a->f->shift[d] = 2;
+    if (sub->op == TJ_OP_SUB && a->f->form[t] == CG_FORM_SLOTS && max &&
+        max->op == TJ_OP_REDUCE_MAX && max->args[0] == t && p->scopes[d] == p->scopes[e])
+      a->f->shift[e] = 1;
   }
+  for (int j = 0; j < p->ninsts; j++)
+    for (int k = 0; k < p->insts[j].nargs; k++) {
+      int e = p->insts[j].args[k];
+      if (a->f->shift[e] == 1 && !shift_use(a, &p->insts[j], k, e)) a->f->shift[e] = 0;
+    }
+  for (int i = 0; i < p->ninsts; i++)
+    if (p->insts[i].op == TJ_OP_EXP && a->f->shift[p->insts[i].result] == 1)
+      a->f->shift[p->insts[i].args[0]] = 2;
 }
 
 static void count_uses(const tj_program *p, int32_t *uses, int32_t *last) {

@@ -505,7 +505,7 @@ void cg_materialize(CgCtx *c, int value);
 
 /* exp_shift.c: exp(t - m), m = max t, as 2^(t log2 e - o): -o, whether m
  * takes that path (|m| < 2^24; in a shifted loop also its scale's bound),
- * and the factor its uses take out of the slots (1 where m does not). */
+ * and the factor its uses take out of the slots there. */
 typedef struct CgShift {
   CgOperand neg_o, fast, bias;
   int value, scaled; /* the exp's value and its one scaling use (cg_shift_hoist), or -1 */
@@ -567,10 +567,11 @@ CgShift cg_shift_begin(CgCtx *c, CgOperand m);
 /* One slot on the shifted path: exp(t - m) times 1 / bias. */
 CgOperand cg_shift_exp(CgCtx *c, const CgShift *s, CgOperand t);
 /* A branch between the paths: begin (the shifted path follows), else (the
- * exact one follows), end; both write the same registers. */
-int cg_shift_branch(CgCtx *c, const CgShift *s, bool uniform);
-void cg_shift_else(CgCtx *c, int label);
-void cg_shift_end(CgCtx *c, int label);
+ * exact one follows), end; both write the same registers. kind names the
+ * labels ($Lexact<kind>_N, $Lshifted<kind>_N). */
+int cg_shift_branch(CgCtx *c, const CgShift *s, bool uniform, const char *kind);
+void cg_shift_else(CgCtx *c, int label, const char *kind);
+void cg_shift_end(CgCtx *c, int label, const char *kind);
 /* Whether the shift may apply to exps of tile t (staged pieces of t cast
  * from 16-bit elements); analyze.c's shift fact of value where it applies
  * now (in the shifted copy of a piece loop; else 0); whether value is an

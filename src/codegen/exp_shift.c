@@ -52,17 +52,14 @@ CgShift cg_shift_begin(CgCtx *c, CgOperand m) {
   s.bias = cg_reg(e, CG_F32);
   s.value = s.scaled = -1;
   s.scale = s.bias;
-  CgOperand o = cg_reg(e, CG_F32), minus_c = cg_reg(e, CG_F32), factor = cg_reg(e, CG_F32);
-  CgOperand size = cg_reg(e, CG_F32);
+  CgOperand o = cg_reg(e, CG_F32), minus_c = cg_reg(e, CG_F32), size = cg_reg(e, CG_F32);
   cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(s.neg_o), CG_N(m), CG_N(cg_imm_f32(-CG_LOG2_E)));
   cg_line(e, "neg.f32 %s, %s;", CG_N(o), CG_N(s.neg_o));
   cg_line(e, "fma.rn.f32 %s, %s, %s, %s;", CG_N(minus_c), CG_N(m), CG_N(cg_imm_f32(-CG_LOG2_E)),
           CG_N(o));
-  cg_line(e, "ex2.approx.ftz.f32 %s, %s;", CG_N(factor), CG_N(minus_c));
+  cg_line(e, "ex2.approx.ftz.f32 %s, %s;", CG_N(s.bias), CG_N(minus_c));
   cg_line(e, "abs.f32 %s, %s;", CG_N(size), CG_N(m));
   cg_line(e, "setp.lt.f32 %s, %s, %s;", CG_N(s.fast), CG_N(size), CG_N(cg_imm_f32(16777216.0f)));
-  cg_line(e, "selp.f32 %s, %s, %s, %s;", CG_N(s.bias), CG_N(factor), CG_N(cg_imm_f32(1.0f)),
-          CG_N(s.fast));
   return s;
 }
 
@@ -74,18 +71,20 @@ CgOperand cg_shift_exp(CgCtx *c, const CgShift *s, CgOperand t) {
   return d;
 }
 
-int cg_shift_branch(CgCtx *c, const CgShift *s, bool uniform) {
+int cg_shift_branch(CgCtx *c, const CgShift *s, bool uniform, const char *kind) {
   int label = c->em.labels++;
-  cg_line(&c->em, "@!%s bra%s $Lexact_%d;", CG_N(s->fast), uniform ? ".uni" : "", label);
+  cg_line(&c->em, "@!%s bra%s $Lexact%s_%d;", CG_N(s->fast), uniform ? ".uni" : "", kind, label);
   return label;
 }
 
-void cg_shift_else(CgCtx *c, int label) {
-  cg_line(&c->em, "bra.uni $Lshifted_%d;", label);
-  cg_raw(&c->em, "$Lexact_%d:\n", label);
+void cg_shift_else(CgCtx *c, int label, const char *kind) {
+  cg_line(&c->em, "bra.uni $Lshifted%s_%d;", kind, label);
+  cg_raw(&c->em, "$Lexact%s_%d:\n", kind, label);
 }
 
-void cg_shift_end(CgCtx *c, int label) { cg_raw(&c->em, "$Lshifted_%d:\n", label); }
+void cg_shift_end(CgCtx *c, int label, const char *kind) {
+  cg_raw(&c->em, "$Lshifted%s_%d:\n", kind, label);
+}
 
 /* Whether t is a 16-bit tile cast to f32: its slots arrive two a register. */
 static bool from_halves(const CgCtx *c, int t) {

@@ -316,14 +316,14 @@ static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top
   }
   CgShift s = cg_shift_begin(c, top);
   CgOperand d = cg_reg(&c->em, CG_F32);
-  int label = cg_shift_branch(c, &s, false); /* top: the thread's own */
+  int label = cg_shift_branch(c, &s, false, ""); /* top: the thread's own */
   Running r = {TJ_OP_REDUCE_SUM, TJ_F32, 0, {{0}}};
   for (int k = 0; k < count; k++) running_add(c, &r, cg_shift_exp(c, &s, v[k]));
   cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(d), CG_N(running_total(c, &r)), CG_N(s.bias));
-  cg_shift_else(c, label);
+  cg_shift_else(c, label, "");
   for (int k = 0; k < count; k++) running_add(c, &x, exp_diff(c, v[k], top));
   cg_mov(c, d, running_total(c, &x));
-  cg_shift_end(c, label);
+  cg_shift_end(c, label, "");
   return d;
 }
 

@@ -80,8 +80,9 @@ static void cluster_barrier(CgCtx *c) {
  * cluster; then the prologue arrives at the cluster's barrier (relaxed)
  * and the first round waits, just before its first store into another
  * CTA: by then every CTA of the cluster has started, with its mbarriers
- * ready, and the loads in between overlap the barrier's latency. `started` says whether that wait is still to come (uniform over
- * the cluster, so a branch on it keeps the aligned wait aligned; the
+ * ready, and the loads in between overlap the barrier's latency.
+ * `started` says whether that wait is still to come (uniform over the
+ * cluster, so a branch on it keeps the aligned wait aligned; the
  * simulator refuses a predicated barrier). */
 void cg_cluster_prologue(CgCtx *c) {
   CgEmit *e = &c->em;

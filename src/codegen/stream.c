@@ -640,18 +640,15 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
  * reduction, as softmax's last: its piece loop twice, the first with that
  * exp shifted (exp_shift.c), the second as before, and m picks one. */
 static void shifted_loops(CgCtx *c, int ph, const uint8_t *need, int exp) {
-  int label = c->em.labels++;
   c->shift = cg_shift_begin(c, cg_shift_of(c, exp));
   cg_shift_hoist(c, need, exp);
-  cg_line(&c->em, "@!%s bra%s $Lexact_loop_%d;", CG_N(c->shift.fast),
-          c->geo.programs == 1 ? ".uni" : "", label);
+  int label = cg_shift_branch(c, &c->shift, c->geo.programs == 1, "_loop");
   c->shifting = true;
   piece_loop(c, ph, need, NULL, 0, NULL);
   c->shifting = false;
-  cg_line(&c->em, "bra.uni $Lshifted_loop_%d;", label);
-  cg_raw(&c->em, "$Lexact_loop_%d:\n", label);
+  cg_shift_else(c, label, "_loop");
   piece_loop(c, ph, need, NULL, 0, NULL);
-  cg_raw(&c->em, "$Lshifted_loop_%d:\n", label);
+  cg_shift_end(c, label, "_loop");
 }
 
 /* One phase: its scalars, its loop, then its reductions across threads. */
