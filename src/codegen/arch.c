@@ -29,7 +29,6 @@ static const struct {
   int sm, ptx;
 } features[] = {
     {CG_FEAT_CVT_BF16, 80, 70},
-    {CG_FEAT_CVT_F32_BF16, 90, 78},
     {CG_FEAT_CLUSTER, 90, 81},
 };
 

@@ -29,8 +29,8 @@
  *
  * Casts follow the interpreter: to a float type they round to nearest even
  * (once), to an integer they truncate and saturate (cvt.rzi; NaN gives 0).
- * bf16 conversions use cvt where the arch has it (f32 -> bf16 from sm_80,
- * bf16 -> f32 from sm_90) and an exact integer sequence elsewhere; other
+ * f32 -> bf16 uses cvt where the arch has it (sm_80 on) and an exact
+ * integer sequence elsewhere; bf16 -> f32 places the bits (below); other
  * casts between f16/bf16 and integers go through f32 (an integer beyond
  * 2^24 cast to bf16 is then rounded twice).
  */
@@ -272,13 +272,23 @@ static CgOperand cvt(CgCtx *c, const char *text, CgClass to, CgOperand a) {
   return d;
 }
 
-/* bf16 -> f32 is exact: the 16 bits are the top half of the f32. */
+/* bf16 -> f32 is exact: the 16 bits are the top half of the f32, the
+ * bottom half zero. From sm_90 the element is packed with a zero half,
+ * one PRMT, where cvt.f32.bf16 of a 16-bit word's upper element took a
+ * PRMT and a shift (1.5 instructions an element of a 16-bit piece, against
+ * 1). Older archs keep the integer sequence: packed, log-softmax's bf16
+ * BLOCK 12288 in 16 warps spilled 12 bytes at 40 registers on sm_80 (the
+ * ptxas sweep). */
 static CgOperand bf16_to_f32(CgCtx *c, CgOperand a) {
-  if (cg_arch_has(c->arch, CG_FEAT_CVT_F32_BF16)) {
-    c->features |= CG_FEAT_CVT_F32_BF16;
-    return cvt(c, ".f32.bf16", CG_F32, a);
+  if (a.imm) return cg_imm(CG_F32, (a.bits & 0xFFFFu) << 16);
+  CgOperand d = cg_reg(&c->em, CG_F32);
+  if (c->arch >= 90) {
+    CgOperand zero = cg_reg(&c->em, CG_B16);
+    cg_line(&c->em, "mov.b16 %s, 0;", CG_N(zero));
+    cg_line(&c->em, "mov.b32 %s, {%s, %s};", CG_N(d), CG_N(zero), CG_N(a));
+    return d;
   }
-  CgOperand wide = cvt(c, ".u32.u16", CG_B32, a), d = cg_reg(&c->em, CG_F32);
+  CgOperand wide = cvt(c, ".u32.u16", CG_B32, a);
   cg_line(&c->em, "shl.b32 %s, %s, 16;", CG_N(d), CG_N(wide));
   return d;
 }
