@@ -43,8 +43,8 @@ typedef struct CgArch {
 
 /* Instructions that need more than the oldest supported arch and ISA. */
 enum {
-  CG_FEAT_CVT_BF16 = 1u << 0,     /* cvt.rn.bf16.f32: sm_80, PTX 7.0 */
-  CG_FEAT_CLUSTER = 1u << 1,      /* clusters: mapa, barrier.cluster, st.async: sm_90, PTX 8.1 */
+  CG_FEAT_CVT_BF16 = 1u << 0, /* cvt.rn.bf16.f32: sm_80, PTX 7.0 */
+  CG_FEAT_CLUSTER = 1u << 1,  /* clusters: mapa, barrier.cluster, st.async: sm_90, PTX 8.1 */
 };
 
 #define CG_DEFAULT_ARCH 90
