@@ -97,6 +97,11 @@ bool cg_shift_applies(const CgCtx *c, int t) {
          c->vals[t].layout == c->stream.layout && from_halves(c, t);
 }
 
+/* The t - m of exp instruction inst. */
+static const IrInst *sub_of(const CgCtx *c, int inst) {
+  return &c->p->insts[c->p->defs[c->p->insts[inst].args[0]]];
+}
+
 /* The tile an exp(t - m) with the shift fact (or its t - m) exponentiates. */
 static int operand_of(const CgCtx *c, int value) {
   int d = c->facts.shift[value] == 1 ? c->p->insts[c->p->defs[value]].args[0] : value;
@@ -143,13 +148,10 @@ int cg_shift_candidate(const CgCtx *c, const uint8_t *need) {
   return one >= 0 && scaling_use(c, need, one) >= 0 ? one : -1;
 }
 
-CgOperand cg_shift_of(const CgCtx *c, int inst) {
-  const IrInst *sub = &c->p->insts[c->p->defs[c->p->insts[inst].args[0]]];
-  return c->vals[sub->args[1]].op;
-}
+CgOperand cg_shift_of(const CgCtx *c, int inst) { return c->vals[sub_of(c, inst)->args[1]].op; }
 
 void cg_lower_shifted_exp(CgCtx *c, int inst, CgVal *r) {
-  const IrInst *sub = &c->p->insts[c->p->defs[c->p->insts[inst].args[0]]];
+  const IrInst *sub = sub_of(c, inst);
   int slots = cg_layout_of(c, c->p->insts[inst].result)->slots;
   if (!(r->slots = cg_new_slots(c, slots))) return;
   for (int k = 0; k < slots && cg_ok(c); k++)

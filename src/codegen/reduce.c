@@ -306,14 +306,18 @@ static CgOperand running_total(CgCtx *c, Running *r) {
 }
 
 /* sum exp(v[k] - top), running: the values stay live for the program's
- * later use of them. Shifted (exp_shift.c) where top allows, its bias
- * taken out of the sum, so the pair holds the true sum. */
-static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top, bool shift) {
+ * later use of them. */
+static CgOperand exact_sum(CgCtx *c, const CgOperand *v, int count, CgOperand top) {
   Running x = {TJ_OP_REDUCE_SUM, TJ_F32, 0, {{0}}};
-  if (!shift) {
-    for (int k = 0; k < count; k++) running_add(c, &x, exp_diff(c, v[k], top));
-    return running_total(c, &x);
-  }
+  for (int k = 0; k < count; k++) running_add(c, &x, exp_diff(c, v[k], top));
+  return running_total(c, &x);
+}
+
+/* The same, shifted (exp_shift.c) where top allows, its bias taken out of
+ * the sum, so the pair holds the true sum. */
+
+static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top, bool shift) {
+  if (!shift) return exact_sum(c, v, count, top);
   CgShift s = cg_shift_begin(c, top);
   CgOperand d = cg_reg(&c->em, CG_F32);
   int label = cg_shift_branch(c, &s, false, ""); /* top: the thread's own */
@@ -321,8 +325,7 @@ static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top
   for (int k = 0; k < count; k++) running_add(c, &r, cg_shift_exp(c, &s, v[k]));
   cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(d), CG_N(running_total(c, &r)), CG_N(s.bias));
   cg_shift_else(c, label, "");
-  for (int k = 0; k < count; k++) running_add(c, &x, exp_diff(c, v[k], top));
-  cg_mov(c, d, running_total(c, &x));
+  cg_mov(c, d, exact_sum(c, v, count, top));
   cg_shift_end(c, label, "");
   return d;
 }
