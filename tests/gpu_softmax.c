@@ -165,12 +165,13 @@ END_TEST
 /* Rows at any phase of 16 bytes (phased kernels, codegen/phase.c): offsets
  * 1 to VEC-1 elements, strides N+1 and N+3 (every row at another phase),
  * in place, and x and y at different phases (y then moves element by
- * element). Widths from the odd ones of real models; the widest also in
+ * element). Widths from the odd ones of real models, and 128, where 16-bit
+ * rows start to be phased (256 bytes); the widest also in
  * enough rows to fill the device, which the plan stages (one CTA or a
  * cluster a row, the staged kernel phased). */
 START_TEST(rows_at_any_phase) {
-  static const int64_t ns[] = {1, 7, 77, 197, 577, 1023, 3000, 12345, 32001, 50257};
-  size_t count = gpu_quick() ? 7 : sizeof ns / sizeof ns[0]; /* to 3000 under sanitizers */
+  static const int64_t ns[] = {1, 7, 77, 128, 197, 577, 1023, 3000, 12345, 32001, 50257};
+  size_t count = gpu_quick() ? 8 : sizeof ns / sizeof ns[0]; /* to 3000 under sanitizers */
   for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++)
     for (size_t i = 0; i < count; i++) {
       int64_t n = ns[i], m = n > 10000 ? 5 : 33, vec = d == TJ_DTYPE_F32 ? 4 : 8;

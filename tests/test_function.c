@@ -19,9 +19,9 @@
 
 /* The embedding scenario's log-softmax (y, x, stride, n, tag) as a
  * function whose BLOCK follows n; the program is gone once it exists. */
-static tj_function *function_of(tj_dtype dtype) {
+static tj_function *function_of_text(const char *text, tj_dtype dtype) {
   tj_program *p;
-  ck_assert(tj_program_parse(logsoftmax_text, strlen(logsoftmax_text), &p) == TJ_OK);
+  ck_assert(tj_program_parse(text, strlen(text), &p) == TJ_OK);
   tj_function_options o = {.dtype = dtype, .size_param = "n"};
   tj_function *f;
   char why[256];
@@ -29,6 +29,28 @@ static tj_function *function_of(tj_dtype dtype) {
   tj_program_destroy(p);
   return f;
 }
+
+static tj_function *function_of(tj_dtype dtype) {
+  return function_of_text(logsoftmax_text, dtype);
+}
+
+/* The same parameters over rows of DTYPE: a row copy. */
+static const char copy_text[] = "kernel user_copy\n"
+                                "%0 : ptr<DTYPE> = param y\n"
+                                "%1 : ptr<DTYPE> = param x\n"
+                                "%2 : i64 = param stride\n"
+                                "%3 : i32 = param n\n"
+                                "%4 : i64 = param tag\n"
+                                "%5 : i32 = program_id\n"
+                                "%6 : i64 = cast %5\n"
+                                "%7 : i64 = mul %6, %2\n"
+                                "%8 : ptr<DTYPE> = ptr_add %1, %7\n"
+                                "%9 : tile<i32,BLOCK> = arange\n"
+                                "%10 : tile<pred,BLOCK> = lt %9, %3\n"
+                                "%11 : f32 = const 0\n"
+                                "%12 : tile<DTYPE,BLOCK> = load %8, %9, %10, %11\n"
+                                "%13 : ptr<DTYPE> = ptr_add %0, %7\n"
+                                "store %13, %9, %12, %10\n";
 
 static void args_of(tj_arg *a, uint64_t y, uint64_t x, int64_t stride, int64_t n, int64_t tag) {
   a[0] = (tj_arg){TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)y}, 0};
@@ -207,6 +229,14 @@ START_TEST(rows_at_one_phase_are_phased) {
   ck_assert(!phased_of(f, 0x1008, 0x2004, 1040, 1000));
   ck_assert(!phased_of(f, 0x1000, 0x2000, 1040, 1000));
   ck_assert(!phased_of(f, 0x1004, 0x2004, 100, 100));
+  tj_function_destroy(f);
+  /* 16-bit rows phase from 256 bytes: BLOCK 128 (rows of 100 halves, x
+   * and y one half past a line) is phased, BLOCK 64 is not. */
+  f = function_of_text(copy_text, TJ_DTYPE_F16);
+  ck_assert(phased_of(f, 0x1002, 0x2002, 100, 100));
+  ck_assert(phased_of(f, 0x1002, 0x2002, 128, 128));
+  ck_assert(!phased_of(f, 0x1002, 0x2002, 64, 64));
+  ck_assert(!phased_of(f, 0x1002, 0x2004, 100, 100));
   tj_function_destroy(f);
 }
 END_TEST

@@ -231,10 +231,10 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
  * under 16 but every pointer ALIGN constrains sits at the same byte of its
  * 16-byte line and every i64 that reaches an address (a stride, times the
  * widest pointee) moves them alike, on rows of BLOCK of at least
- * RT_PHASED_ROW_BYTES, as tj_softmax does. */
+ * rt_phased_row_bytes, as tj_softmax does. */
 bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int64_t block) {
   const RtAssume *a = &f->assume;
-  if (align >= 16 || block * a->widest < RT_PHASED_ROW_BYTES) return false;
+  if (align >= 16 || block * a->widest < rt_phased_row_bytes(a->widest)) return false;
   int64_t pointer = -1, stride = -1;
   for (int i = 0; i < f->prog->nparams; i++) {
     if (!a->mask[i] || args[i].kind == TJ_ARG_FLOAT) continue;

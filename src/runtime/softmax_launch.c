@@ -7,10 +7,10 @@
  * shape on the context's device. This file adds what depends on the call:
  * the alignment of the actual pointers and strides (the largest power of
  * two up to 16 dividing every pointer and, for more than one row, every
- * row stride in bytes; rows of 1 KiB or more that start anywhere, but with
- * all the op's matrices at the same phase of 16 bytes, get a phased
- * specialization, 16-byte vectors from each row's own boundary; others a
- * scalar one, never a wrong vector access).
+ * row stride in bytes; rows of 1 KiB or more (256 bytes in 16-bit) that
+ * start anywhere, but with all the op's matrices at the same phase of 16
+ * bytes, get a phased specialization, 16-byte vectors from each row's own
+ * boundary; others a scalar one, never a wrong vector access).
  *
  * Each (row op, template, dtype, backend) is a JIT function of the
  * template's program, made on first use and kept by the context; a call's
@@ -237,7 +237,7 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   if ((st = check_matrices(ctx, op, elem, m, n, a)) != TJ_OK) return st;
   int align = alignment(elem, m, a, count);
   if (align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
-  bool any_phase = align < 16 && n * elem >= RT_PHASED_ROW_BYTES && same_phase(elem, m, a, count);
+  bool any_phase = align < 16 && n * elem >= rt_phased_row_bytes(elem) && same_phase(elem, m, a, count);
   /* A staged kernel (STAGE) is phased like any other (codegen/phase.c);
    * where x and y are at different phases it would move rows off 16 bytes
    * element by element, so those keep the plans without staging unless the
