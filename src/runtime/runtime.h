@@ -274,15 +274,20 @@ typedef enum RtParamKind { RT_PARAM_B64, RT_PARAM_I32, RT_PARAM_F32, RT_PARAM_F6
 #define RT_MAX_PARAMS 64
 
 /* Rows of at least this many bytes that start anywhere get a phased kernel
- * (tj_softmax, and tj_function's variants), 1 KiB for f32 and 256 bytes
- * for 16-bit elements (ELEM the widest pointee). Below it, measured on an
- * H200 (bench/RESULTS.md, DD1), the element-by-element kernel is as fast
- * or faster: its lane groups hold several short rows a warp, and a phased
- * one sends a lane of every row through its head and tail (f16 N = 77,
- * 154 bytes: 67% of copy either way; f32 N = 77 lost 2 points phased on an
+ * (tj_softmax, and tj_function's variants): 1 KiB, and 256 bytes for
+ * 16-bit elements (ELEM the widest pointee) where the op was measured so
+ * (tj_softmax, tj_log_softmax, tj_function). Below it, measured on an H200
+ * (bench/RESULTS.md, DD1), the element-by-element kernel is as fast or
+ * faster: its lane groups hold several short rows a warp, and a phased one
+ * sends a lane of every row through its head and tail (f16 N = 77, 154
+ * bytes: 67% of copy either way; f32 N = 77 lost 2 points phased on an
  * H100, AA8). Above it the phased kernel wins: f16 N = 128, 256 bytes, 81%
  * element by element and 89% phased; N = 400, 78% and 84%. */
-static inline int rt_phased_row_bytes(int elem) { return elem == 2 ? 256 : 1024; }
+#define RT_PHASED_ROW_BYTES    1024
+#define RT_PHASED_ROW_BYTES_16 256
+static inline int rt_phased_row_bytes(int elem) {
+  return elem == 2 ? RT_PHASED_ROW_BYTES_16 : RT_PHASED_ROW_BYTES;
+}
 
 /* What a kernel compiled from a spec assumed of its arguments (assume.c):
  * argument i must have no bit of mask[i] set (a pointer's bytes, an i64's

@@ -7,10 +7,11 @@
  * shape on the context's device. This file adds what depends on the call:
  * the alignment of the actual pointers and strides (the largest power of
  * two up to 16 dividing every pointer and, for more than one row, every
- * row stride in bytes; rows of 1 KiB or more (256 bytes in 16-bit) that
- * start anywhere, but with all the op's matrices at the same phase of 16
- * bytes, get a phased specialization, 16-byte vectors from each row's own
- * boundary; others a scalar one, never a wrong vector access).
+ * row stride in bytes; rows of 1 KiB or more (256 bytes in 16-bit softmax
+ * and log-softmax) that start anywhere, but with all the op's matrices at
+ * the same phase of 16 bytes, get a phased specialization, 16-byte vectors
+ * from each row's own boundary; others a scalar one, never a wrong vector
+ * access).
  *
  * Each (row op, template, dtype, backend) is a JIT function of the
  * template's program, made on first use and kept by the context; a call's
@@ -31,7 +32,12 @@
 
 /* Each row op's entry point and its matrices: the output, then the inputs,
  * as the program's pointer parameters (then one stride for each, then n,
- * then the op's scalars: the masked softmax's scale, rows and offset). */
+ * then the op's scalars: the masked softmax's scale, rows and offset).
+ * short16: its 16-bit rows are phased from RT_PHASED_ROW_BYTES_16, as
+ * measured (bench/RESULTS.md, DD2); the masked softmax's element-by-element
+ * kernel loads only the kept columns and ran faster under 1 KiB (bf16 N =
+ * 400 on an H200: 85% of copy, 76% phased), and the backward's was not
+ * measured, so those phase from RT_PHASED_ROW_BYTES. */
 #define ROW_MAX_MATRICES 3
 #define ROW_MAX_SCALARS  3
 static const struct {
@@ -39,11 +45,12 @@ static const struct {
   int count;
   const char *names[ROW_MAX_MATRICES];
   int scalars;
+  bool short16;
 } row_ops[TJ_ROW_OP_COUNT] = {
-    {"tj_softmax", 2, {"y", "x"}, 0},
-    {"tj_log_softmax", 2, {"y", "x"}, 0},
-    {"tj_softmax_backward", 3, {"dx", "y", "dy"}, 0},
-    {"tj_masked_softmax", 2, {"y", "x"}, 3},
+    {"tj_softmax", 2, {"y", "x"}, 0, true},
+    {"tj_log_softmax", 2, {"y", "x"}, 0, true},
+    {"tj_softmax_backward", 3, {"dx", "y", "dy"}, 0, false},
+    {"tj_masked_softmax", 2, {"y", "x"}, 3, false},
 };
 
 /* A matrix of the call: its pointer and row stride in elements. */
@@ -237,7 +244,8 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   if ((st = check_matrices(ctx, op, elem, m, n, a)) != TJ_OK) return st;
   int align = alignment(elem, m, a, count);
   if (align < elem) return invalid(ctx, op, "a pointer is not aligned to its element size");
-  bool any_phase = align < 16 && n * elem >= rt_phased_row_bytes(elem) && same_phase(elem, m, a, count);
+  int least = row_ops[op].short16 ? rt_phased_row_bytes(elem) : RT_PHASED_ROW_BYTES;
+  bool any_phase = align < 16 && n * elem >= least && same_phase(elem, m, a, count);
   /* A staged kernel (STAGE) is phased like any other (codegen/phase.c);
    * where x and y are at different phases it would move rows off 16 bytes
    * element by element, so those keep the plans without staging unless the
