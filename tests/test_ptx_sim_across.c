@@ -290,6 +290,14 @@ static const Case staged[] = {
     {TJ_DTYPE_F32, 80000, 8, 1, 2, 16, true, 32, 100000, 25, 0},   /* 1, 3 of 5 (5) */
     {TJ_DTYPE_BF16, 120000, 8, 1, 2, 16, true, 32, 100000, 10, 0}, /* 1, 6 of 8 (8) */
     {TJ_DTYPE_F16, 20003, 1, 2, 1, 16, true, 32, 4096, 0, 0},      /* 0, 2 of 10 (16), cut */
+    /* a thread's vectors in uneven pieces: the last one holds fewer
+     * repeats of the tile (stream.c, tail_lowered) and runs over those
+     * alone; 13 vectors a lane in pieces of 5, 5 and 3, in one CTA and in
+     * a cluster of 2 (its last vector cut), and 7 of 4 in pieces of 4 and
+     * 3 with the last piece read again (STASH keeps the first) */
+    {TJ_DTYPE_BF16, 3300, 1, 1, 1, 16, true, 40, 0, 0, 3328},
+    {TJ_DTYPE_F16, 6501, 1, 2, 1, 16, true, 40, 0, 0, 6656},
+    {TJ_DTYPE_F32, 850, 1, 1, 1, 16, true, 16, 2048, 0, 896},
 };
 
 START_TEST(softmax_staged) {

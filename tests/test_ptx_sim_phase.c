@@ -34,6 +34,7 @@ typedef struct Case {
   int64_t x_at, y_at; /* elements from a 16-byte boundary to the first row */
   bool in_place;
   int stage, stash; /* STAGE and STASH: a staged row (stream.c) */
+  int64_t block;    /* BLOCK, 0: next_pow2(n) */
 } Case;
 
 static tj_spec *phased_spec(const Case *k, tj_program **p) {
@@ -45,7 +46,8 @@ static tj_spec *phased_spec(const Case *k, tj_program **p) {
                        .split = k->split,
                        .phased = 1,
                        .stage = k->stage,
-                       .stash = k->stash};
+                       .stash = k->stash,
+                       .block = k->block};
   tj_spec *s = NULL;
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, p), TJ_OK);
   ck_assert_msg(tj_specialize(*p, &o, &s) == TJ_OK, "%s", tj_program_error(*p));
@@ -152,7 +154,7 @@ START_TEST(one_row_at_every_phase) {
   int64_t n = widths[_i];
   for (int d = 0; d < TJ_DTYPE_COUNT; d++)
     for (int at = 0; at < vec_of((tj_dtype)d); at++) {
-      Case k = {(tj_dtype)d, n, 0, 1, 1, (d + at) % 2 ? 80 : 90, 1, n, n, at, at, false, 0, 0};
+      Case k = {(tj_dtype)d, n, 0, 1, 1, (d + at) % 2 ? 80 : 90, 1, n, n, at, at, false, 0, 0, 0};
       run(&k);
     }
 }
@@ -167,7 +169,7 @@ START_TEST(rows_at_every_phase) {
       for (int e = 0; e < 3; e++) {
         int64_t n = ns[i], stride = n + extra[e];
         int64_t at = (int64_t)(i + (size_t)e) % vec_of((tj_dtype)d);
-        Case k = {(tj_dtype)d, n, 0, 1, 1, e == 1 ? 75 : 90, 9, stride, stride, at, at, false, 0, 0};
+        Case k = {(tj_dtype)d, n, 0, 1, 1, e == 1 ? 75 : 90, 9, stride, stride, at, at, false, 0, 0, 0};
         run(&k);
       }
 }
@@ -179,8 +181,8 @@ START_TEST(x_and_y_at_different_phases) {
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       int64_t n = ns[i];
-      Case a = {(tj_dtype)d, n, 0, 1, 1, 90, 5, n, n, 1, 2, false, 0, 0};
-      Case b = {(tj_dtype)d, n, 0, 1, 1, 80, 5, n + 1, n, 0, 3, false, 0, 0};
+      Case a = {(tj_dtype)d, n, 0, 1, 1, 90, 5, n, n, 1, 2, false, 0, 0, 0};
+      Case b = {(tj_dtype)d, n, 0, 1, 1, 80, 5, n + 1, n, 0, 3, false, 0, 0, 0};
       run(&a);
       run(&b);
     }
@@ -189,7 +191,7 @@ END_TEST
 
 START_TEST(in_place) {
   for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-    Case k = {(tj_dtype)d, 999, 0, 1, 1, 90, 6, 1001, 1001, 3, 3, true, 0, 0};
+    Case k = {(tj_dtype)d, 999, 0, 1, 1, 90, 6, 1001, 1001, 3, 3, true, 0, 0, 0};
     run(&k);
   }
 }
@@ -203,17 +205,20 @@ START_TEST(streamed_rows) {
   static const struct {
     int64_t n, extra;
     int cluster, stage, stash;
-    int split; /* staged splits over the grid are phased too */
-  } shapes[] = {{8001, 2, 1, 0, 0, 1},      {8001, 3, 1, 16, 0, 1}, {3000, 1, 2, 8, 0, 1},
-                {20000, 5, 1, 32, 8192, 1}, {4093, 0, 1, 4, 0, 1},  {9000, 7, 3, 16, 3000, 1},
-                {7001, 1, 1, 8, 0, 3},      {12000, 3, 1, 16, 2048, 2}};
+    int split;     /* staged splits over the grid are phased too */
+    int64_t block; /* a fitted BLOCK: pieces of uneven length (stream.c, tail_lowered) */
+  } shapes[] = {{8001, 2, 1, 0, 0, 1, 0},      {8001, 3, 1, 16, 0, 1, 0},
+                {3000, 1, 2, 8, 0, 1, 0},      {20000, 5, 1, 32, 8192, 1, 0},
+                {4093, 0, 1, 4, 0, 1, 0},      {9000, 7, 3, 16, 3000, 1, 0},
+                {7001, 1, 1, 8, 0, 3, 0},      {12000, 3, 1, 16, 2048, 2, 0},
+                {6501, 1, 2, 40, 0, 1, 6656}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
       int64_t n = shapes[i].n, stride = n + shapes[i].extra;
       int64_t at = (int64_t)(i + (size_t)d) % vec_of((tj_dtype)d);
       int arch = shapes[i].cluster == 1 && i % 2 ? 80 : 90;
       Case k = {(tj_dtype)d, n, 1, shapes[i].cluster, shapes[i].split, arch, 5,
-                stride, stride, at, at, false, shapes[i].stage, shapes[i].stash};
+                stride, stride, at, at, false, shapes[i].stage, shapes[i].stash, shapes[i].block};
       run(&k);
     }
 }
@@ -373,8 +378,8 @@ END_TEST
 /* A row over a cluster and over a split of the grid. */
 START_TEST(clusters_and_splits) {
   for (int d = 0; d < TJ_DTYPE_COUNT; d++) {
-    Case cluster = {(tj_dtype)d, 3001, 1, 2, 1, 90, 5, 3001, 3001, 1, 1, false, 0, 0};
-    Case split = {(tj_dtype)d, 5001, 1, 1, 3, 80, 5, 5003, 5003, 2, 2, false, 0, 0};
+    Case cluster = {(tj_dtype)d, 3001, 1, 2, 1, 90, 5, 3001, 3001, 1, 1, false, 0, 0, 0};
+    Case split = {(tj_dtype)d, 5001, 1, 1, 3, 80, 5, 5003, 5003, 2, 2, false, 0, 0, 0};
     run(&cluster);
     run(&split);
   }

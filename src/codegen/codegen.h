@@ -433,6 +433,8 @@ CgOperand cg_identity(tj_op reduce, tj_elem elem);
 typedef struct CgStream {
   int layout; /* -1: nothing is streamed */
   int pieces;
+  int slots; /* a whole piece's slots (the layout's, but in the tail piece) */
+  int tail;  /* the repeats of the last piece that hold elements of the tile */
   int64_t step;
   int phases;
   int *phase;   /* per instruction */

@@ -165,6 +165,8 @@ tj_status cg_plan_stream(CgCtx *c) {
     return TJ_OK;
   }
   st->pieces = (l->reps + piece - 1) / piece;
+  st->tail = l->reps - (st->pieces - 1) * piece;
+  st->slots = piece * l->vec;
   st->step = (int64_t)piece * c->geo.span * l->vec;
   l->dynamic = l->partial >= 0 || l->reps % piece != 0;
   l->reps = piece;
@@ -205,7 +207,7 @@ static void mark_needed(const CgCtx *c, int ph, uint8_t *need);
 /* Bytes of the thread's share of a piece of load i, and its unit (U). */
 static int piece_bytes(const CgCtx *c, int i) {
   const IrInst *in = &c->p->insts[i];
-  return c->layouts[c->stream.layout].slots * cg_elem_size((tj_elem)c->p->types[in->result].elem);
+  return c->stream.slots * cg_elem_size((tj_elem)c->p->types[in->result].elem);
 }
 
 static int unit_bytes(int bytes) {
@@ -348,8 +350,11 @@ static void stash_units(CgCtx *c, int inst, CgOperand at, const CgOperand *from,
                         const CgOperand *whole, bool packed) {
   bool store = from != NULL;
   const CgOperand *slots = store ? from : to;
-  int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes), units = bytes / unit;
-  int esize = bytes / c->layouts[c->stream.layout].slots, per = unit / esize;
+  int bytes = piece_bytes(c, inst), unit = unit_bytes(bytes);
+  int esize = bytes / c->stream.slots, per = unit / esize;
+  /* The units of the slots lowered: the last piece's tail may take fewer
+   * (whole units: tail_lowered). */
+  int units = c->layouts[c->stream.layout].slots * esize / unit;
   bool pairs = esize == 2 && per > 1;
   int words = pairs ? per / 2 : per;
   if (packed && !pairs) {
@@ -608,30 +613,69 @@ static void held_pieces(CgCtx *c, const uint8_t *need, Running *run, int nrun, b
   st->held_piece = -1;
 }
 
+/* Whether the last piece is lowered alone, over the repeats of its tail
+ * only: where the tile ends in it short of a whole piece, that piece is
+ * in the loop (not held), and every stash moves the tail in whole units.
+ * A thread otherwise computes on every slot of its last piece, loaded or
+ * not: bf16 rows of 50257 over a cluster of 2 (13 vectors a thread, in
+ * pieces of 5) computed 15 vectors for 13. */
+static bool tail_lowered(const CgCtx *c) {
+  const CgStream *st = &c->stream;
+  int vec = c->layouts[st->layout].vec;
+  if (st->tail * vec >= st->slots || st->pieces - 1 < st->held) return false;
+  for (int i = 0; st->stash && i < c->p->ninsts; i++) {
+    if (st->stash[i] < 0) continue;
+    int esize = cg_elem_size((tj_elem)c->p->types[c->p->insts[i].result].elem);
+    if (st->tail * vec * esize % unit_bytes(piece_bytes(c, i))) return false;
+  }
+  return true;
+}
+
+/* The last piece (at `start`), over its tail's repeats. */
+static void tail_piece(CgCtx *c, const uint8_t *need, Running *run, int nrun,
+                       const uint8_t *prefetch, int64_t start) {
+  CgLayout *l = &c->layouts[c->stream.layout];
+  int reps = l->reps, slots = l->slots;
+  c->piece_start = cg_reg(&c->em, CG_B32);
+  cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start), (long long)start);
+  if (prefetch) prefetch_turn(c, prefetch);
+  l->reps = c->stream.tail;
+  l->slots = c->stream.tail * l->vec;
+  piece_body(c, need, run, nrun);
+  l->reps = reps;
+  l->slots = slots;
+}
+
 /* Phase ph over the pieces: the held ones unrolled (first when forward,
- * last when backward) and a loop over the rest. */
+ * last when backward), a loop over the rest, and the last piece alone
+ * where tail_lowered (last when forward, first when backward). */
 static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int nrun,
                        const uint8_t *prefetch) {
   CgStream *st = &c->stream;
-  bool last = ph == c->stream.phases - 1, backward = last && ph > 0;
+  bool last = ph == c->stream.phases - 1, backward = last && ph > 0, tail = tail_lowered(c);
   int label = c->em.labels++;
-  int64_t end = st->step * st->pieces, first = st->step * st->held;
+  int64_t end = st->step * (st->pieces - tail), first = st->step * st->held;
   if (!backward) held_pieces(c, need, run, nrun, false);
-  c->piece_start = cg_reg(&c->em, CG_B32);
-  cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
-          (long long)(backward ? end - st->step : first));
-  cg_raw(&c->em, "$Lpiece_%d:\n", label);
-  if (prefetch) prefetch_turn(c, prefetch);
-  piece_body(c, need, run, nrun);
-  CgOperand more = cg_reg(&c->em, CG_PRED);
-  cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(c->piece_start), CG_N(c->piece_start),
-          (long long)(backward ? -st->step : st->step));
-  if (backward)
-    cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start),
-            (long long)first);
-  else
-    cg_line(&c->em, "setp.lt.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start), (long long)end);
-  cg_line(&c->em, "@%s bra.uni $Lpiece_%d;", CG_N(more), label);
+  if (tail && backward) tail_piece(c, need, run, nrun, prefetch, end);
+  if (first < end) {
+    c->piece_start = cg_reg(&c->em, CG_B32);
+    cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
+            (long long)(backward ? end - st->step : first));
+    cg_raw(&c->em, "$Lpiece_%d:\n", label);
+    if (prefetch) prefetch_turn(c, prefetch);
+    piece_body(c, need, run, nrun);
+    CgOperand more = cg_reg(&c->em, CG_PRED);
+    cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(c->piece_start), CG_N(c->piece_start),
+            (long long)(backward ? -st->step : st->step));
+    if (backward)
+      cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start),
+              (long long)first);
+    else
+      cg_line(&c->em, "setp.lt.s32 %s, %s, %lld;", CG_N(more), CG_N(c->piece_start),
+              (long long)end);
+    cg_line(&c->em, "@%s bra.uni $Lpiece_%d;", CG_N(more), label);
+  }
+  if (tail && !backward) tail_piece(c, need, run, nrun, prefetch, end);
   if (backward) held_pieces(c, need, run, nrun, true);
   c->piece_start = cg_imm_int(CG_B32, 0);
 }
