@@ -550,9 +550,14 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 1024, 262144, NULL), 262144, 8, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 262144, NULL), 262144, 8, 1);
   /* ... not in a cluster of 16: over the grid (and for 128 rows in rounds
-   * of 22, not 24 and 8). */
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 1, 16);
-  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 128, 524288, NULL), 524288, 1, 18, 40);
+   * of 22, not 24 and 8), 16-bit rows in clusters of two over half the
+   * split where they take two rounds of the grid or more, two rows a
+   * round or more; f32 rows, and one round, stay CTAs of the grid. */
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 2, 8);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 128, 524288, NULL), 524288, 2, 9, 40);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 128, 524288, NULL), 524288, 1, 32);
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4, 1 << 20, NULL), 1 << 20, 1, 99);
+  ASSERT_STAGED(plan_of(80, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 1, 16);
   ASSERT_STAGED(plan_of(100, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 4, 1);
   /* Wider, or few rows, or no clusters (sm_80): over the grid, at least
    * the CTAs of 64 KiB the row needs, as many as fill the device (132 SMs,
@@ -564,7 +569,7 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_STAGED(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 1, 4);
   /* ... a split that leaves no round of rows less than half full: 64 rows
    * of 2^20 bf16 in rounds of 11 (36 CTAs a row), not of 12 and 4 (32). */
-  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 1, 36, 40);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 2, 18, 40);
   /* STAGE 40 where its pieces cover a thread's share with fewer slots than
    * 32's: 104 elements a thread in 120 slots, not 128 (a cluster of 2, BLOCK
    * whole vectors of its 512 threads); f32's 52 stay in 64. */

@@ -14,7 +14,8 @@ kept as they are.
 Rows (--what rows): for each dtype and each BLOCK from 65536 to 2^20 (rows
 of that N, M = 256 MiB / (4 N): rows that fill the device), the staged
 plan spreads a row over k CTAs of 256 threads, each keeping its share in
-shared memory, in a cluster or over the grid. The candidates are k0 (the
+shared memory, in a cluster or over the grid (or in clusters of two over
+the grid: 16-bit rows in rounds on sm_90). The candidates are k0 (the
 plan's, from dump-ptx), k0 / 2 and 2 k0 (at least 2), each in a cluster
 (k <= 8) and over the grid, STAGE 32; the plan's own shape is measured as
 built. R rounds, medians compared as for the warps; the plan's shape stays
@@ -113,14 +114,14 @@ def plan_warps(dump, arch, dtype, block):
 
 
 def plan_rows(dump, arch, dtype, block):
-    """(CTAs a row, in a cluster) of the plan as built, from dump-ptx's
-    layout comment ("over a cluster of 4 CTAs", "over 16 CTAs of the grid")."""
+    """(CTAs a row, CTAs a cluster) of the plan as built, from dump-ptx's
+    layout comment ("over a cluster of 4 CTAs", "over 16 CTAs of the grid",
+    "over a cluster of 2 CTAs, over 8 clusters of the grid")."""
     text = dump_plan(dump, arch, dtype, block)
-    found = re.search(r"over a cluster of (\d+) CTAs", text)
-    if found:
-        return int(found.group(1)), True
-    found = re.search(r"over (\d+) CTAs of the grid", text)
-    return (int(found.group(1)), False) if found else (1, False)
+    cluster = re.search(r"over a cluster of (\d+) CTAs", text)
+    grid = re.search(r"over (\d+) (?:CTAs|clusters) of the grid", text)
+    c = int(cluster.group(1)) if cluster else 1
+    return (c * int(grid.group(1)) if grid else c), c
 
 
 def row_candidates(plan):
@@ -130,15 +131,24 @@ def row_candidates(plan):
     shapes = {plan}
     for k in (k0 // 2, k0, 2 * k0):
         if k >= 2:
-            shapes.add((k, False))
+            shapes.add((k, 1))
             if k <= 8:
-                shapes.add((k, True))
+                shapes.add((k, k))
     return sorted(shapes)
 
 
 def shape_name(shape):
-    k, cluster = shape
-    return f"cluster {k}" if cluster else f"grid {k}"
+    k, c = shape
+    if c == 1:
+        return f"grid {k}"
+    return f"cluster {k}" if c == k else f"grid {k // c} clusters of {c}"
+
+
+def shape_flags(shape):
+    """tj-bench's options for a shape: a split, one cluster, or both."""
+    k, c = shape
+    flags = ["--cluster", str(c)] if c > 1 else []
+    return flags + (["--split", str(k // c)] if k > c else [])
 
 
 def measure_rows(args, dump, arch, dtype, rounds):
@@ -150,10 +160,8 @@ def measure_rows(args, dump, arch, dtype, rounds):
         got = {shape: [] for shape in row_candidates(plan)}
         for _ in range(rounds):
             for shape in got:
-                k, cluster = shape
                 flags = () if shape == plan else (
-                    "--warps", "8", "--stage", str(ROW_STAGE), "--cluster" if cluster else "--split",
-                    str(k))
+                    "--warps", "8", "--stage", str(ROW_STAGE), *shape_flags(shape))
                 value, _ = bench(args.bench, dtype, 0, args.reps, blocks=[block], flags=flags)
                 got[shape].append(value[block])
         measured = {shape: [statistics.median(v)] for shape, v in got.items()}
@@ -165,7 +173,7 @@ def measure_rows(args, dump, arch, dtype, rounds):
                          f"kept; % of copy: {shown} */")
         else:
             lines.append(f"TUNED_ROWS({arch}, {DTYPE_ENUM[dtype]}, {block}, {choice[0]}, "
-                         f"{int(choice[1])}) /* % of copy: {shown} */")
+                         f"{int(choice[1] == choice[0])}) /* % of copy: {shown} */")
         print(f"{dtype} rows of {block}: {shape_name(choice)} (as built {shape_name(plan)}; {shown})")
     return lines
 

@@ -318,6 +318,26 @@ static int64_t balance_rounds(int64_t fill, int64_t rows, int64_t split) {
   return wider < STAGE_THREADS ? wider : STAGE_THREADS;
 }
 
+/* On sm_90, 16-bit rows over the grid, at least two a round and two
+ * rounds or more, go in clusters of two CTAs with half the split: a row's
+ * partials meet in distributed shared memory first, and half as many CTAs
+ * meet at its barrier in global memory. Measured on an H200
+ * (bench/RESULTS.md, DD7 and DD8), % of copy, a split of k against
+ * clusters of two over k / 2: f16 256 x 524288 80.5 / 82.5 (k = 16), 128 x
+ * 2^20 77.0 / 80.2 (32); bf16 80.7-82.0 / 82.1-82.8 and 76.1-78.1 /
+ * 80.0-80.5 (three rounds). Not f32, within its spread (262144, 524288,
+ * 2^20), nor the stashed rows (f32 and bf16 10^7, bf16 2^24: within 1),
+ * nor one row a round (f32 1 x 10^6: 68 / 61). */
+static void cluster_pairs(const tj_device_info *d, int elem, int64_t rows, int64_t fill,
+                          tj_softmax_plan *plan) {
+  int64_t per_round = fill / plan->split;
+  if (d->arch != 90 || !d->cluster_launch || elem != 2 || plan->stash || plan->cluster != 1 ||
+      plan->split % 2 || per_round < 2 || rows < 2 * per_round)
+    return;
+  plan->cluster = 2;
+  plan->split /= 2;
+}
+
 /* Measured CTAs for staged softmax rows of one BLOCK that fill the device
  * (softmax_tuning.inc's TUNED_ROWS lines, written by tools/tj-tune.py
  * --what rows where a shape beat the rules below by more than its margin):
@@ -430,6 +450,7 @@ static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int6
       plan->split = (int)split;
     }
     if (tiles == 1) plan_pairs(d, rows, n, elem, plan);
+    if (tiles == 1) cluster_pairs(d, elem, rows, fill, plan);
   } else {
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
