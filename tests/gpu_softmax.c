@@ -331,6 +331,11 @@ START_TEST(wide_rows) {
   /* More rows than the device holds clusters at once. */
   for (tj_dtype d = TJ_DTYPE_F32; d < TJ_DTYPE_COUNT; d++) add(d, 131, 65536);
   if (!gpu_quick()) add(TJ_DTYPE_F32, 131, 262145)->offset = 1;
+  /* 16-bit rows over the grid in rounds of it: on sm_90 in clusters of two
+   * over half the split (80 rows of 300000: 7 clusters of 2 a row, 28 rows
+   * a round on 132 SMs), one at any phase, one in place. */
+  add(TJ_DTYPE_F16, 80, 300000)->offset = 1;
+  add(TJ_DTYPE_BF16, 80, 300000)->in_place = true;
   run("wide rows", false);
 }
 END_TEST
