@@ -28,8 +28,9 @@
  *     thread: the row stays on chip, x is read once, and two to four CTAs
  *     share an SM;
  *   - wider rows, few rows, or no clusters: CTAs of 512 threads at 32
- *     elements a thread, SPLIT of them per row, fill the
- *     device, reducing through global memory, the row still on chip while
+ *     elements a thread, SPLIT of them per row, fill the device, reducing
+ *     through global memory (16-bit staged rows in rounds of the grid on
+ *     sm_90 in clusters of two: cluster_pairs), the row still on chip while
  *     the resident CTAs hold it. A row over a quarter of L2 gets every
  *     resident CTA, the rows in turn, so that its second read (when it
  *     does not fit the registers: codegen/stream.c) finds it in L2.
