@@ -521,20 +521,23 @@ static void prefetch_start(CgCtx *c, const uint8_t *deps) {
 }
 
 /* At the top of each turn of the phase's loop: the next piece (when the
- * stash keeps it), a group, and the wait for this turn's piece. */
-static void prefetch_turn(CgCtx *c, const uint8_t *deps) {
+ * stash keeps it), a group, and the wait for this turn's piece. The last
+ * piece (last: lowered alone, tail_piece) has no next one to copy. */
+static void prefetch_turn(CgCtx *c, const uint8_t *deps, bool last) {
   CgStream *st = &c->stream;
-  int label = c->em.labels++;
-  CgOperand here = c->piece_start, next = cg_reg(&c->em, CG_B32);
-  CgOperand past = cg_reg(&c->em, CG_PRED);
-  cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(next), CG_N(here), (long long)st->step);
-  cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(past), CG_N(next),
-          (long long)(st->step * st->kept));
-  cg_line(&c->em, "@%s bra.uni $Lahead_%d;", CG_N(past), label);
-  c->piece_start = next;
-  prefetch_piece(c, deps);
-  c->piece_start = here;
-  cg_raw(&c->em, "$Lahead_%d:\n", label);
+  if (!last) {
+    int label = c->em.labels++;
+    CgOperand here = c->piece_start, next = cg_reg(&c->em, CG_B32);
+    CgOperand past = cg_reg(&c->em, CG_PRED);
+    cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(next), CG_N(here), (long long)st->step);
+    cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(past), CG_N(next),
+            (long long)(st->step * st->kept));
+    cg_line(&c->em, "@%s bra.uni $Lahead_%d;", CG_N(past), label);
+    c->piece_start = next;
+    prefetch_piece(c, deps);
+    c->piece_start = here;
+    cg_raw(&c->em, "$Lahead_%d:\n", label);
+  }
   cg_line(&c->em, "cp.async.commit_group;");
   cg_line(&c->em, "cp.async.wait_group 1;");
 }
@@ -644,7 +647,7 @@ static void tail_piece(CgCtx *c, const uint8_t *need, Running *run, int nrun,
   int reps = l->reps, slots = l->slots;
   c->piece_start = cg_reg(&c->em, CG_B32);
   cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start), (long long)start);
-  if (prefetch) prefetch_turn(c, prefetch);
+  if (prefetch) prefetch_turn(c, prefetch, true);
   l->reps = c->stream.tail;
   l->slots = c->stream.tail * l->vec;
   piece_body(c, need, run, nrun);
@@ -668,7 +671,7 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
     cg_line(&c->em, "mov.u32 %s, %lld;", CG_N(c->piece_start),
             (long long)(backward ? end - st->step : first));
     cg_raw(&c->em, "$Lpiece_%d:\n", label);
-    if (prefetch) prefetch_turn(c, prefetch);
+    if (prefetch) prefetch_turn(c, prefetch, false);
     piece_body(c, need, run, nrun);
     CgOperand more = cg_reg(&c->em, CG_PRED);
     cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(c->piece_start), CG_N(c->piece_start),
