@@ -69,7 +69,7 @@ enum { ACCESS_READ = 1, ACCESS_WRITE = 2 };
   X(EX2, "ex2")   X(LG2, "lg2")   X(LD, "ld")       X(ST, "st")     X(ATOM, "atom") X(RED, "red")  \
   X(MAPA, "mapa") X(SHFL, "shfl") X(BAR, "bar")     X(BARRIER, "barrier") X(FENCE, "fence")        \
   X(MEMBAR, "membar") X(BRA, "bra") X(RET, "ret")   X(EXIT, "exit") X(CP, "cp")                 \
-  X(MBARRIER, "mbarrier")
+  X(MBARRIER, "mbarrier") X(NANOSLEEP, "nanosleep")
 /* clang-format on */
 
 typedef enum Op {
@@ -131,11 +131,12 @@ static const char atom_ops[] = "add min max exch cas and or xor inc dec";
 /* clang-format off */
 enum {
   SP_TID, SP_NTID, SP_LANEID, SP_CTAID, SP_NCTAID, SP_CLUSTER_CTARANK, SP_CLUSTER_NCTARANK,
-  SP_CLUSTER_CTAID, SP_CLUSTER_NCTAID, SP_CLUSTERID, SP_NCLUSTERID, SP_COUNT
+  SP_CLUSTER_CTAID, SP_CLUSTER_NCTAID, SP_CLUSTERID, SP_NCLUSTERID, SP_GLOBALTIMER, SP_COUNT
 };
 static const char *const special_names[SP_COUNT] = {
     "%tid.x", "%ntid.x", "%laneid", "%ctaid.x", "%nctaid.x", "%cluster_ctarank",
-    "%cluster_nctarank", "%cluster_ctaid.x", "%cluster_nctaid.x", "%clusterid.x", "%nclusterid.x"};
+    "%cluster_nctarank", "%cluster_ctaid.x", "%cluster_nctaid.x", "%clusterid.x", "%nclusterid.x",
+    "%globaltimer"};
 /* clang-format on */
 
 typedef struct Opnd {
@@ -306,7 +307,7 @@ static bool parse_operand(Kernel *k, char *text, Opnd *o) {
     if (strcmp(text, special_names[i]) == 0) {
       o->kind = K_SPECIAL;
       o->idx = (uint32_t)i;
-      if (i >= SP_CLUSTER_CTARANK) k->needs_target = 90;
+      if (i >= SP_CLUSTER_CTARANK && i != SP_GLOBALTIMER) k->needs_target = 90;
       return true;
     }
   if (strcmp(text, "tj_smem") == 0) {
@@ -653,6 +654,11 @@ static bool decode(Kernel *k, Ins *in, char *why, size_t size) {
   case OP_MAPA: return decode_mapa(k, in, why, size);
   case OP_CP: return decode_cp(k, in, why, size);
   case OP_MBARRIER: return decode_mbarrier(k, in, why, size);
+  case OP_NANOSLEEP:
+    need_target(k, 70);
+    if (in->ty != TY_U32 || in->nops != 1 || in->o[0].kind == K_NONE)
+      return bad(why, size, "only nanosleep.u32 t is supported");
+    return true;
   case OP_SHFL:
     if (in->nmods != 3 || strcmp(in->mods[0], "sync") || strcmp(in->mods[1], "bfly") ||
         in->ty != TY_B32 || in->nops != 5 || in->o[0].kind != K_REG)
@@ -1039,6 +1045,7 @@ static uint64_t special(const Sim *s, const Thread *t, uint32_t which) {
   case SP_CLUSTER_NCTARANK:
   case SP_CLUSTER_NCTAID: return (uint64_t)cluster;
   case SP_CLUSTERID: return (uint64_t)(c->id / cluster);
+  case SP_GLOBALTIMER: return (uint64_t)s->steps; /* a nanosecond a step of any thread */
   default: return (uint64_t)(s->launch->ctas / cluster);
   }
 }
@@ -1680,6 +1687,7 @@ static void step(Sim *s, Thread *t, const Ins *in) {
   case OP_CP: async_copy(s, t, in); break;
   case OP_FENCE:
   case OP_MEMBAR: break; /* the simulator is sequentially consistent */
+  case OP_NANOSLEEP: break; /* time passes with the steps (%globaltimer) */
   default: fail(s, in->line, "unexpected instruction"); break;
   }
 }

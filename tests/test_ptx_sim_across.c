@@ -128,7 +128,7 @@ static const char *label(const Case *k, char *out, size_t size) {
   return out;
 }
 
-static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes) {
+static void run_softmax_on(const Case *k, int arch, int64_t rows, void **ws, size_t *ws_bytes) {
   tj_program *p;
   tj_spec *s;
   tj_spec_options o = {.n = k->n,
@@ -145,7 +145,7 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
   ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, k->n, &p), TJ_OK);
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s: %s", name, tj_program_error(p));
   int64_t per = k->align ? k->align / (int64_t)dtype_bytes(k->dtype) : 0;
-  int64_t rows = KINDS + 1, stride = per > 1 ? (k->n + per) / per * per : k->n + 3;
+  int64_t stride = per > 1 ? (k->n + per) / per * per : k->n + 3;
   TjMatrix x, y, want;
   TjRng rng;
   rng_seed(&rng, test_seed((uint64_t)k->n, (uint64_t)k->cluster * 64 + (uint64_t)k->split,
@@ -222,7 +222,7 @@ static void run_softmax_on(const Case *k, int arch, void **ws, size_t *ws_bytes)
 static void run_softmax(const Case *k, int arch) {
   void *ws = NULL;
   size_t ws_bytes = 0;
-  run_softmax_on(k, arch, &ws, &ws_bytes);
+  run_softmax_on(k, arch, KINDS + 1, &ws, &ws_bytes);
   free(ws);
 }
 
@@ -451,6 +451,23 @@ START_TEST(softmax_over_the_grid) {
 }
 END_TEST
 
+/* Staged rows over the grid in 8 rounds or more: the odd groups start
+ * later (geometry.c, stagger), spinning on %globaltimer; 17 rows over two
+ * groups, in CTAs and in clusters of two. */
+START_TEST(staggered_groups) {
+  static const Case staggered[] = {
+      {TJ_DTYPE_F32, 5000, 1, 1, 2, 16, true, 16, 0, 0, 0},
+      {TJ_DTYPE_BF16, 20000, 1, 2, 2, 16, true, 32, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof staggered / sizeof staggered[0]; i++) {
+    void *ws = NULL;
+    size_t ws_bytes = 0;
+    run_softmax_on(&staggered[i], 90, 17, &ws, &ws_bytes);
+    free(ws);
+  }
+}
+END_TEST
+
 /* Kernels of different SPLIT after each other on one workspace, as on one
  * stream: each leaves the counters as it found them, and partials never
  * land on a counter (the first layout kept a group's counter after the
@@ -462,7 +479,7 @@ START_TEST(splits_share_one_workspace) {
   void *ws = calloc(1, ws_bytes);
   for (size_t i = 0; i < sizeof splits_in_turn / sizeof splits_in_turn[0]; i++) {
     Case k = {TJ_DTYPE_F32, 3000, 1, 1, splits_in_turn[i], 16, false, 0, 0, 0, 0};
-    run_softmax_on(&k, 90, &ws, &ws_bytes);
+    run_softmax_on(&k, 90, KINDS + 1, &ws, &ws_bytes);
   }
   free(ws);
 }
@@ -885,6 +902,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(t, softmax_staged, 0, (int)(sizeof staged / sizeof staged[0]));
   tcase_add_test(t, softmax_held_then_tail);
   tcase_add_test(t, splits_share_one_workspace);
+  tcase_add_test(t, staggered_groups);
   tcase_add_test(t, user_programs_split_across_ctas);
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
   tcase_add_test(t, one_round_levels_flip_their_regions);

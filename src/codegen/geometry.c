@@ -238,6 +238,48 @@ static void layout_bases(CgCtx *c) {
   }
 }
 
+/* Staged rows split over the grid (SPLIT > 1, STAGE) in rounds: every
+ * group of S units starts its row at once, reads its shares, meets at the
+ * group's barrier in global memory and writes, in step with the groups
+ * beside it on the same SMs, so that while they wait at their barriers no
+ * CTA of the SM moves data. Where the rows take STAGGER_ROUNDS rounds or
+ * more (a run-time test: the instances against the groups), the groups of
+ * odd index start later, by STAGGER_NS_PER_BYTE times a CTA's share of
+ * the row in bytes (4 us for the 64 KiB shares of the plans), and stay
+ * out of step. Measured on an H200 (bench/RESULTS.md, EE3), % of copy, a
+ * fixed delay of 4 us against none: bf16 128 x 2^20 83.4 / 80.7, f16 256
+ * x 524288 84.8 / 82.4, f32 64 x 2^20 84.7 / 82.3, f32 128 x 524288 86.8 /
+ * 83.7; 7 us and 2 us gained less, and delaying the upper half of the
+ * groups instead of the odd ones no more. */
+#define STAGGER_ROUNDS      8
+#define STAGGER_NS_PER_BYTE (1.0 / 16)
+static void stagger(CgCtx *c, CgOperand unit, CgOperand units) {
+  const tj_spec *s = c->spec;
+  if (s->split < 2 || s->stage <= 0 || c->arch < 70) return;
+  CgEmit *e = &c->em;
+  CgGeometry *g = &c->geo;
+  int64_t share = s->block * ir_dtype_size(s->dtype) / ((int64_t)s->cluster * s->split);
+  int64_t ns = (int64_t)((double)share * STAGGER_NS_PER_BYTE);
+  int label = e->labels++;
+  CgOperand odd = cg_reg(e, CG_B32), even = cg_reg(e, CG_PRED), few = cg_reg(e, CG_PRED);
+  CgOperand rounds = cg_reg(e, CG_B64), start = cg_reg(e, CG_B64), now = cg_reg(e, CG_B64);
+  CgOperand wait = cg_reg(e, CG_PRED);
+  cg_line(e, "and.b32 %s, %s, 1;", CG_N(odd), CG_N(unit));
+  cg_line(e, "setp.eq.u32 %s, %s, 0;", CG_N(even), CG_N(odd));
+  cg_line(e, "mul.wide.u32 %s, %s, %d;", CG_N(rounds), CG_N(units), STAGGER_ROUNDS);
+  cg_line(e, "setp.lt.or.u64 %s, %s, %s, %s;", CG_N(few), CG_N(g->count), CG_N(rounds),
+          CG_N(even));
+  cg_line(e, "@%s bra.uni $Lstaggered_%d;", CG_N(few), label);
+  cg_line(e, "mov.u64 %s, %%globaltimer;", CG_N(start));
+  cg_raw(e, "$Lstagger_%d:\n", label);
+  cg_line(e, "nanosleep.u32 256;");
+  cg_line(e, "mov.u64 %s, %%globaltimer;", CG_N(now));
+  cg_line(e, "sub.u64 %s, %s, %s;", CG_N(now), CG_N(now), CG_N(start));
+  cg_line(e, "setp.lt.u64 %s, %s, %lld;", CG_N(wait), CG_N(now), (long long)ns);
+  cg_line(e, "@%s bra.uni $Lstagger_%d;", CG_N(wait), label);
+  cg_raw(e, "$Lstaggered_%d:\n", label);
+}
+
 /* The grid-stride loop's head: the CTA's first instance and its stride; a
  * CTA spread with others over an instance strides by its unit (its
  * cluster, or its group of S), so all of them run the same instances. */
@@ -267,6 +309,7 @@ static void instance_loop_head(CgCtx *c) {
   }
   cg_line(e, "setp.ge.u64 %s, %s, %s;", CG_N(done), CG_N(g->first), CG_N(g->count));
   cg_line(e, "@%s bra.uni $Ldone;", CG_N(done));
+  stagger(c, cta, ctas);
 }
 
 void cg_geometry_prologue(CgCtx *c) {
