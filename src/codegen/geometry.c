@@ -276,7 +276,7 @@ static void stagger(CgCtx *c, CgOperand unit, CgOperand units) {
   cg_line(e, "mov.u64 %s, %%globaltimer;", CG_N(now));
   cg_line(e, "sub.u64 %s, %s, %s;", CG_N(now), CG_N(now), CG_N(start));
   cg_line(e, "setp.lt.u64 %s, %s, %lld;", CG_N(wait), CG_N(now), (long long)ns);
-  cg_line(e, "@%s bra.uni $Lstagger_%d;", CG_N(wait), label);
+  cg_line(e, "@%s bra $Lstagger_%d;", CG_N(wait), label); /* lanes may read other times */
   cg_raw(e, "$Lstaggered_%d:\n", label);
 }
 
