@@ -588,6 +588,52 @@ END_TEST
  * generator lays them out (BLOCK rounded up, whole pieces). Estimated from
  * n instead, a share could come out at up to 1.9 times the plan's. Pieces
  * of a power of two and of other sizes (STAGE 40) both occur. */
+/* A staged row split over the grid: the groups of odd index wait a CTA's
+ * share in bytes / 16 ns before their first row, where the instances are
+ * 8 times the groups or more (geometry.c, stagger); an unstaged split and
+ * one CTA a row do not. */
+static char *split_ptx(int64_t n, int split, int stage, int arch) {
+  tj_program *p;
+  tj_spec *s;
+  tj_kernel_info info;
+  char *ptx = NULL;
+  tj_codegen_options co = {arch, 0, 0};
+  ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, n, &p), TJ_OK);
+  tj_spec_options o = {.n = n,
+                       .num_warps = 8,
+                       .dtype = TJ_DTYPE_BF16,
+                       .align = 16,
+                       .split = split,
+                       .stage = stage};
+  ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+  ck_assert_msg(tj_emit_ptx(s, &co, &ptx, &info) == TJ_OK, "%s", tj_spec_error(s));
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  return ptx;
+}
+
+START_TEST(grid_groups_of_odd_index_start_later) {
+  char *ptx = split_ptx(1 << 20, 32, 32, 90); /* a share of 64 KiB: 4096 ns */
+  ck_assert_int_eq(ptx_count(ptx, "mov.u64 %rd"), 2);
+  ck_assert_int_eq(ptx_count(ptx, ", %globaltimer;"), 2);
+  ck_assert_int_eq(ptx_count(ptx, "nanosleep.u32"), 1);
+  ck_assert_int_eq(ptx_count(ptx, ", 4096;"), 1);
+  ck_assert_int_ge(ptx_find_line(ptx, "setp.lt.or.u64", 0), 0);
+  int odd = ptx_find_line(ptx, ", 1;", 0), sleep = ptx_find_line(ptx, "nanosleep.u32 256;", 0);
+  ck_assert_int_ge(odd, 0);
+  ck_assert_int_lt(odd, sleep);
+  /* before the first row */
+  ck_assert_int_lt(sleep, ptx_find_line(ptx, "$Linst:", 0));
+  tj_free(ptx);
+  ptx = split_ptx(1 << 20, 32, 0, 90); /* not staged */
+  ck_assert_int_eq(ptx_count(ptx, "%globaltimer"), 0);
+  tj_free(ptx);
+  ptx = split_ptx(65536, 1, 32, 90); /* one CTA a row */
+  ck_assert_int_eq(ptx_count(ptx, "%globaltimer"), 0);
+  tj_free(ptx);
+}
+END_TEST
+
 START_TEST(staged_plans_compile) {
   static const int archs[] = {80, 86, 89, 90, 100, 120};
   static const int64_t ns[] = {16385,  16569,  17409,  32001,   40000,  65536,
@@ -711,6 +757,7 @@ static Suite *suite(void) {
   tcase_add_test(t, i32_max_and_min_use_unsigned_keys);
   tcase_add_test(t, partial_vectors_in_their_own_block);
   tcase_add_test(t, staged_rows_keep_x_in_shared_memory);
+  tcase_add_test(t, grid_groups_of_odd_index_start_later);
   tcase_add_test(t, staged_plans_compile);
   suite_add_tcase(s, t);
   return s;
