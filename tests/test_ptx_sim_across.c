@@ -679,6 +679,68 @@ static void run_program(const char *text, bool ints, int64_t n, int cluster, int
   tj_program_destroy(p);
 }
 
+/* out[row] = the sum over the tile of (x, 0 past n) + 1: every slot of the
+ * tile counts, so a streamed piece must not count the slots of its repeats
+ * past the tile (stream.c, piece_guards). In one warp of 4-element
+ * vectors: BLOCK 2912 is 22.75 repeats of 128, the last cut, in pieces of
+ * 10, 10 and 3 (the last lowered alone), and BLOCK 3008 23.5 in pieces of 4
+ * (none alone): their guards are needed; BLOCK 2944 is 23 whole repeats in
+ * pieces of 10, 10 and 3, so every piece computed is whole and needs none. */
+static const char count_program[] =
+    "kernel count\nconst ONE = 1\n"
+    "%0 : ptr<f32> = param out\n%1 : ptr<f32> = param x\n%2 : i64 = param stride\n"
+    "%3 : i32 = param n\n%4 : i32 = program_id\n%5 : i64 = cast %4\n%6 : i64 = mul %5, %2\n"
+    "%7 : ptr<f32> = ptr_add %1, %6\n%8 : tile<i32,BLOCK> = arange\n"
+    "%9 : tile<pred,BLOCK> = lt %8, %3\n%10 : f32 = const 0\n"
+    "%11 : tile<f32,BLOCK> = load %7, %8, %9, %10\n%12 : f32 = const 1\n"
+    "%13 : tile<f32,BLOCK> = add %11, %12\n%14 : f32 = reduce_sum %13\n"
+    "%15 : tile<i32,ONE> = arange\n%16 : tile<i32,ONE> = add %15, %4\n"
+    "%17 : tile<f32,ONE> = const 0\n%18 : tile<f32,ONE> = add %17, %14\n"
+    "store %0, %16, %18\n";
+
+START_TEST(streamed_reductions_count_only_the_tile) {
+  static const struct {
+    int64_t block;
+    int stage;
+  } shapes[] = {{2912, 40}, {3008, 16}, {2944, 40}};
+  enum { ROWS = 4, N = 2900, STRIDE = 2904 };
+  static float x[ROWS * STRIDE];
+  TjRng rng;
+  rng_seed(&rng, 93);
+  for (int i = 0; i < ROWS * STRIDE; i++) x[i] = (float)rng_normal(&rng);
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    tj_program *p;
+    tj_spec *s;
+    ck_assert_msg(tj_program_parse(count_program, strlen(count_program), &p) == TJ_OK, "%s",
+                  tj_program_error(p));
+    tj_spec_options o = {.n = N,
+                         .block = shapes[k].block,
+                         .num_warps = 1,
+                         .dtype = TJ_DTYPE_F32,
+                         .align = 16,
+                         .stage = shapes[k].stage};
+    ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+    float want[ROWS], out[ROWS];
+    tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
+                      {TJ_ARG_PTR, {.ptr = x}, sizeof x},
+                      {TJ_ARG_INT, {.i = STRIDE}, 0},
+                      {TJ_ARG_INT, {.i = N}, 0}};
+    Run run;
+    interpret_then_simulate(s, args, 4, ROWS, out, &run);
+    for (int r = 0; r < ROWS; r++) {
+      double sum = (double)shapes[k].block;
+      for (int i = 0; i < N; i++) sum += x[r * STRIDE + i];
+      ck_assert_msg(fabs(want[r] - sum) <= 1e-3, "interpreter row %d: %g, want %g", r, want[r],
+                    sum);
+      ck_assert_msg(fabs(out[r] - sum) <= 1e-3, "BLOCK %lld row %d: %g, want %g",
+                    (long long)shapes[k].block, r, out[r], sum);
+    }
+    tj_spec_destroy(s);
+    tj_program_destroy(p);
+  }
+}
+END_TEST
+
 START_TEST(user_programs_split_across_ctas) {
   run_program(row_sum, false, 5000, 1, 4, 1, 80);
   run_program(row_sum, false, 30000, 1, 3, 1, 90); /* streamed */
@@ -907,6 +969,7 @@ static Suite *suite(void) {
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
   tcase_add_test(t, one_round_levels_flip_their_regions);
   tcase_add_test(t, staged_loads_only_where_two_phases_use_them);
+  tcase_add_test(t, streamed_reductions_count_only_the_tile);
   tcase_add_test(t, shifted_exps_times_a_parameter);
   tcase_add_loop_test(t, sixteen_bit_elements_that_move_alone, 0,
                       2 * (int)(sizeof alone / sizeof alone[0]));

@@ -435,6 +435,7 @@ typedef struct CgStream {
   int pieces;
   int slots; /* a whole piece's slots (the layout's, but in the tail piece) */
   int tail;  /* the repeats of the last piece that hold elements of the tile */
+  bool cut;  /* the tile's last repeat is partial (layout.c's partial, before streaming) */
   int64_t step;
   int phases;
   int *phase;   /* per instruction */

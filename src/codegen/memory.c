@@ -588,7 +588,10 @@ static void stash_partial(Access *a, const Preds *p, int chunks, const CgOperand
   cg_stash_write_cut(c, (int)(a->in - c->p->insts), a->stash, regs, whole, packed);
 }
 
-static void load_vectors(Access *a, CgOperand *dst) {
+/* With `joined` (16-bit elements in a streamed kernel, phased: packed
+ * below), the words are left in `joined` for the end of the element path
+ * (load_from_memory), where they are unpacked. */
+static void load_vectors(Access *a, CgOperand *dst, const CgOperand *joined) {
   CgCtx *c = a->c;
   int n = a->chunk, chunks = a->l->slots / n, nw = words(a);
   Preds *p = cg_arena_alloc(&c->arena, sizeof *p * (size_t)chunks);
@@ -596,7 +599,8 @@ static void load_vectors(Access *a, CgOperand *dst) {
   if (!p || !w) return;
   for (int q = 0; q < chunks; q++) p[q] = chunk_preds(a, q * n, n);
   CgOperand other = other_value(a), other_word = half(a) ? packed_pair(c, other) : other;
-  for (int i = 0; i < chunks * nw; i++) w[i] = half(a) ? cg_reg(&c->em, CG_B32) : dst[i];
+  for (int i = 0; i < chunks * nw; i++)
+    w[i] = joined ? joined[i] : half(a) ? cg_reg(&c->em, CG_B32) : dst[i];
   for (int q = 0; q < chunks; q++)
     for (int i = 0; i < nw && !cg_is_true(p[q].full); i++) mov_other(c, w[q * nw + i], other_word);
   char type[16], list[160];
@@ -636,7 +640,7 @@ static void load_vectors(Access *a, CgOperand *dst) {
   if (parts && packed) pack_words(c, halves, w, chunks * nw);
   partial_block(a, p, chunks, load_element, halves, packed ? w : NULL);
   if (a->stashed) stash_partial(a, p, chunks, packed ? w : dst, packed);
-  if (packed) unpack_words(c, w, dst, chunks * nw);
+  if (packed && !joined) unpack_words(c, w, dst, chunks * nw);
 }
 
 static void load_elements(Access *a, CgOperand *dst) {
@@ -670,11 +674,24 @@ static void load_from_memory(CgCtx *c, int inst, CgVal *r, bool stashed, bool re
   }
   if (!cg_ok(c) || (!reuse && !fresh_slots(c, r, a.l->slots, a.elem))) return;
   int label = misaligned_branch(&a);
-  if (a.chunk > 1) load_vectors(&a, r->slots);
+  /* The two paths of a phased 16-bit load in a streamed kernel meet on
+   * its words, as its vectors came, and unpack them after: met on the
+   * elements, ptxas kept each in a register of its own, moved it there,
+   * packed the words again for the stash and selected -inf for it once
+   * more (bench/RESULTS.md, EE1 and EE6). */
+  int nw = a.l->slots / 2;
+  CgOperand *joined = NULL;
+  if (label >= 0 && half(&a) && c->streamed) {
+    if (!(joined = cg_new_slots(c, nw))) return;
+    for (int i = 0; i < nw; i++) joined[i] = cg_reg(&c->em, CG_B32);
+  }
+  if (a.chunk > 1) load_vectors(&a, r->slots, joined);
   if (a.chunk > 1 && label < 0) return;
   if (label >= 0) misaligned_path(&a, label);
   load_elements(&a, r->slots);
+  if (joined) pack_words(c, r->slots, joined, nw);
   if (label >= 0) cg_raw(&c->em, "$Lvectors_%d:\n", label);
+  if (joined) unpack_words(c, joined, r->slots, nw);
 }
 
 /* A staged load (stream.c) reads memory in its first phase, keeping the

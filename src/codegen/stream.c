@@ -174,6 +174,7 @@ tj_status cg_plan_stream(CgCtx *c) {
   st->tail = l->reps - (st->pieces - 1) * piece;
   st->slots = piece * l->vec;
   st->step = (int64_t)piece * c->geo.span * l->vec;
+  st->cut = l->partial >= 0;
   l->dynamic = l->partial >= 0 || l->reps % piece != 0;
   l->reps = piece;
   l->slots = piece * l->vec;
@@ -182,12 +183,23 @@ tj_status cg_plan_stream(CgCtx *c) {
   return TJ_OK;
 }
 
+static bool tail_lowered(const CgCtx *c);
+
 /* A piece's repeat j holds elements (its first position: lane*VEC + piece
  * start + j*span*VEC; a phased layout's base is rotated, its positions are
- * not) only where they are inside the tile. */
-static void piece_guards(CgCtx *c) {
+ * not) only where they are inside the tile. Every repeat of a piece that is
+ * `whole` does: one the thread computes on where the last piece is lowered
+ * alone over its own repeats (tail_lowered) and no repeat is cut. Its
+ * guards then hold for the whole instance, and reductions select no
+ * identity for its slots (reduce.c): bf16 rows of 50257 at any phase
+ * (pieces of 5, 5 and 3 repeats) took a select an element. */
+static void piece_guards(CgCtx *c, bool whole) {
   CgLayout *l = &c->layouts[c->stream.layout];
   if (!l->dynamic) return;
+  if (whole && !c->stream.cut && tail_lowered(c)) {
+    for (int j = 0; j < l->reps; j++) l->rep_guard[j] = c->geo.inst_valid;
+    return;
+  }
   CgOperand first = cg_reg(&c->em, CG_B32);
   CgOperand base = l->phased && l->rotated.cls == CG_B32 ? l->lanes : l->base32;
   cg_line(&c->em, "add.s32 %s, %s, %s;", CG_N(first), CG_N(base), CG_N(c->piece_start));
@@ -498,7 +510,7 @@ static bool prefetch_plan(CgCtx *c, const uint8_t *need, uint8_t *deps) {
 /* The copies of the piece at c->piece_start: the prefetched loads and
  * what their operands need. */
 static void prefetch_piece(CgCtx *c, const uint8_t *deps) {
-  piece_guards(c);
+  piece_guards(c, false); /* the next piece may be the last, copied whole */
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++) {
     if (!deps[i]) continue;
     if (!c->stream.prefetched[i]) {
@@ -593,7 +605,7 @@ static void assign(CgCtx *c, CgRed to, CgRed from) {
 /* The code of one piece (at c->piece_start), its reductions folded into
  * the running ones. */
 static void piece_body(CgCtx *c, const uint8_t *need, Running *run, int nrun) {
-  piece_guards(c);
+  piece_guards(c, true);
   for (int i = 0; i < c->p->ninsts && cg_ok(c); i++) {
     if (!need[i]) continue;
     const IrInst *in = &c->p->insts[i];
