@@ -242,23 +242,23 @@ static void layout_bases(CgCtx *c) {
  * in rounds: every group of S units starts its row at once, reads its
  * shares, meets at the group's barrier in global memory and writes, in
  * step with the groups beside it on the same SMs, so that while they wait
- * at their barriers no CTA of the SM moves data. Where the rows take STAGGER_ROUNDS rounds or
- * more (a run-time test: the instances against the groups), the groups of
- * odd index start later, by STAGGER_NS_PER_BYTE times a CTA's share of
- * the row in bytes (4 us for the 64 KiB shares of the plans), and stay
- * out of step. Measured on an H200 (bench/RESULTS.md, EE3), % of copy, a
+ * at their barriers no CTA of the SM moves data. Where the rows take
+ * STAGGER_ROUNDS rounds or more (a run-time test: the instances against
+ * the groups), the groups of odd index start later, by a CTA's share of
+ * the row at STAGGER_BYTES_PER_NS (4 us for the 64 KiB shares of the
+ * plans), and stay out of step. Measured on an H200 (bench/RESULTS.md, EE3), % of copy, a
  * fixed delay of 4 us against none: bf16 128 x 2^20 83.4 / 80.7, f16 256
  * x 524288 84.8 / 82.4, f32 64 x 2^20 84.7 / 82.3, f32 128 x 524288 86.8 /
  * 83.7; 7 us and 2 us gained less, and delaying the upper half of the
  * groups instead of the odd ones no more. The spin reads %globaltimer
  * per lane, so its back edge is an ordinary (divergent) branch. */
-#define STAGGER_ROUNDS      8
-#define STAGGER_NS_PER_BYTE (1.0 / 16)
+#define STAGGER_ROUNDS       8
+#define STAGGER_BYTES_PER_NS 16
 static void stagger(CgCtx *c, CgOperand unit, CgOperand units) {
   const tj_spec *s = c->spec;
   if (s->split < 2 || s->stage <= 0 || !c->streamed || c->arch < 70) return;
   int64_t share = s->block * ir_dtype_size(s->dtype) / ((int64_t)s->cluster * s->split);
-  int64_t ns = (int64_t)((double)share * STAGGER_NS_PER_BYTE);
+  int64_t ns = share / STAGGER_BYTES_PER_NS;
   if (ns <= 0) return;
   CgEmit *e = &c->em;
   CgGeometry *g = &c->geo;
