@@ -191,7 +191,14 @@ static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
     a->wraps = a->l->phased;
     a->aligned = cg_true();
     if (!a->wraps || a->chunk == 1) return;
-    a->aligned = cg_phase_aligned(c, a->addr0, a->chunk * a->esize);
+    /* The source's vectors are aligned by construction (its phase is
+     * theirs, and pointers are aligned to their elements); another
+     * access's are where its phase is the source's. A streamed source
+     * takes no element path for it; elsewhere it keeps the check, which
+     * ptxas needed (without it, f32 BLOCK 16384 at 16 warps spilled 20
+     * bytes on sm_75). */
+    if (inst != a->l->phase_source || !c->streamed)
+      a->aligned = cg_phase_aligned(c, a->addr0, a->chunk * a->esize);
     a->has_w0 = cg_phase_wraps(c, a->l, 0, &a->w0);
     return;
   }
@@ -527,7 +534,7 @@ static void mov_other(CgCtx *c, CgOperand d, CgOperand other) {
  * same for the whole instance): otherwise it branches to a path that moves
  * element by element. Returns that path's label, or -1 for other accesses. */
 static int misaligned_branch(Access *a) {
-  if (!a->wraps || a->chunk == 1) return -1;
+  if (!a->wraps || a->chunk == 1 || cg_is_true(a->aligned)) return -1;
   int label = a->c->em.labels++;
   cg_line(&a->c->em, "@!%s bra $Lelements_%d;", CG_N(a->aligned), label);
   return label;

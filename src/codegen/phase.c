@@ -19,11 +19,13 @@
  * its tail move one by one, the body in whole vectors.
  *
  * q comes from the layout's first access, its source: the low bits of the
- * address of the source's element 0. Every vector access then checks that
- * its own first address is aligned (one predicate, the same for the whole
- * instance) and otherwise moves element by element, so a phased kernel is
- * right for any element-aligned pointers, and fast when the accesses of an
- * instance share a phase; the runtime asks for one only when they do.
+ * address of the source's element 0, so the source's vectors are aligned.
+ * Every vector access (but a streamed kernel's source, memory.c) checks
+ * that its own first address is aligned (one predicate, the same for the
+ * whole instance) and otherwise moves element by element, so a phased
+ * kernel is right for any element-aligned pointers, and fast when the
+ * accesses of an instance share a phase; the runtime asks for one only
+ * when they do.
  *
  * A layout is phased when the specialization is, its VEC is over 1, its
  * first memory access has affine offsets (arange + s) and sits outside any
