@@ -227,27 +227,27 @@ END_TEST
 /* Programs of y, x and w (n a row, rows contiguous) on rows `at` elements
  * past a 16-byte boundary (w's `w_at`), staged (and capped by STASH),
  * phased: the simulator against the interpreter, y poisoned with a guard
- * after it. */
-static void run_weighted(const char *text, int64_t n, int64_t at, int64_t w_at, int stage,
-                         int stash) {
+ * after it. The data are d's (the program's pointers), the math f32. */
+static void run_weighted(const char *text, tj_dtype d, int64_t n, int64_t at, int64_t w_at,
+                         int stage, int stash) {
   enum { ROWS = 3 };
   tj_program *p;
   tj_spec *s;
   ck_assert_msg(tj_program_parse(text, strlen(text), &p) == TJ_OK, "%s", tj_program_error(p));
-  tj_spec_options o = {.n = n, .num_warps = 1, .dtype = TJ_DTYPE_F32, .align = 4, .phased = 1,
+  tj_spec_options o = {.n = n, .num_warps = 1, .dtype = d, .align = (int)dtype_bytes(d), .phased = 1,
                        .stage = stage, .stash = stash};
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
   int64_t count = ROWS * n;
   Buffer x, w, y, want;
-  buffer_make(&x, TJ_DTYPE_F32, at, count);
-  buffer_make(&w, TJ_DTYPE_F32, w_at, count);
-  buffer_make(&y, TJ_DTYPE_F32, at, count + 8);
-  buffer_make(&want, TJ_DTYPE_F32, 0, count + 8);
+  buffer_make(&x, d, at, count);
+  buffer_make(&w, d, w_at, count);
+  buffer_make(&y, d, at, count + 8);
+  buffer_make(&want, d, 0, count + 8);
   TjRng rng;
   rng_seed(&rng, test_seed((uint64_t)n, (uint64_t)(at * 4 + w_at), (uint64_t)stash));
   for (int64_t i = 0; i < count; i++) {
-    elem_set(x.arg.u.ptr, TJ_DTYPE_F32, (size_t)i, 3 * rng_normal(&rng));
-    elem_set(w.arg.u.ptr, TJ_DTYPE_F32, (size_t)i, 0.5 + fabs(rng_normal(&rng))); /* no cancelling sums */
+    elem_set(x.arg.u.ptr, d, (size_t)i, 3 * rng_normal(&rng));
+    elem_set(w.arg.u.ptr, d, (size_t)i, 0.5 + fabs(rng_normal(&rng))); /* no cancelling sums */
   }
   tj_arg args[4] = {want.arg, x.arg, w.arg, {TJ_ARG_INT, {.i = n}, 0}};
   ck_assert_msg(tj_interpret(s, args, 4, ROWS) == TJ_OK, "%s", tj_spec_error(s));
@@ -256,16 +256,16 @@ static void run_weighted(const char *text, int64_t n, int64_t at, int64_t w_at, 
   ck_assert_msg(ptxsim_run_spec(s, 90, args, 4, ROWS, 0, NULL, why, sizeof why),
                 "n=%lld at %lld (w %lld) stage %d stash %d: %s", (long long)n, (long long)at,
                 (long long)w_at, stage, stash, why);
-  TjTolerance t = dtype_tolerance(TJ_DTYPE_F32);
+  TjTolerance t = dtype_tolerance(d);
   t.rtol *= 4;
   for (int64_t i = 0; i < count + 8; i++) {
-    double g = elem_get(y.arg.u.ptr, TJ_DTYPE_F32, (size_t)i);
+    double g = elem_get(y.arg.u.ptr, d, (size_t)i);
     if (i >= count) {
-      ck_assert_msg(is_poison(y.arg.u.ptr, TJ_DTYPE_F32, (size_t)i), "y[%lld] written past the rows",
+      ck_assert_msg(is_poison(y.arg.u.ptr, d, (size_t)i), "y[%lld] written past the rows",
                     (long long)i);
       continue;
     }
-    double r = elem_get(want.arg.u.ptr, TJ_DTYPE_F32, (size_t)i);
+    double r = elem_get(want.arg.u.ptr, d, (size_t)i);
     ck_assert_msg(close_enough(g, r, t),
                   "n=%lld at %lld (w %lld) stage %d stash %d: y[%lld] %g, want %g", (long long)n,
                   (long long)at, (long long)w_at, stage, stash, (long long)i, g, r);
@@ -307,13 +307,35 @@ START_TEST(a_phase_source_that_the_first_phase_does_not_load) {
       "%14 : tile<f32,BLOCK> = load %8, %9, %10, %11\n%15 : tile<f32,BLOCK> = sub %12, %13\n"
       "%16 : tile<f32,BLOCK> = mul %15, %14\n%17 : f32 = reduce_sum %16\n"
       "%18 : tile<f32,BLOCK> = div %16, %17\nstore %7, %9, %18, %10\n";
+  /* 16-bit rows, where phased rows take the prefetch (stream.c): w, the
+   * middle phase's one stashed load, copied ahead where it shares x's
+   * phase; at another, its element path writes the stash. */
+  static const char three_16bit[] =
+      "kernel three16\n%0 : ptr<bf16> = param y\n%1 : ptr<bf16> = param x\n"
+      "%2 : ptr<bf16> = param w\n%3 : i32 = param n\n%4 : i32 = program_id\n"
+      "%5 : i32 = mul %4, %3\n%6 : ptr<bf16> = ptr_add %1, %5\n%7 : ptr<bf16> = ptr_add %0, %5\n"
+      "%8 : ptr<bf16> = ptr_add %2, %5\n%9 : tile<i32,BLOCK> = arange\n"
+      "%10 : tile<pred,BLOCK> = lt %9, %3\n%11 : f32 = const 0\n"
+      "%12 : tile<bf16,BLOCK> = load %6, %9, %10, %11\n%13 : tile<f32,BLOCK> = cast %12\n"
+      "%14 : f32 = reduce_max %13\n%15 : tile<bf16,BLOCK> = load %8, %9, %10, %11\n"
+      "%16 : tile<f32,BLOCK> = cast %15\n%17 : tile<f32,BLOCK> = sub %13, %14\n"
+      "%18 : tile<f32,BLOCK> = mul %17, %16\n%19 : f32 = reduce_sum %18\n"
+      "%20 : tile<f32,BLOCK> = div %18, %19\n%21 : tile<bf16,BLOCK> = cast %20\n"
+      "store %7, %9, %21, %10\n";
+  const tj_dtype f32 = TJ_DTYPE_F32, bf16 = TJ_DTYPE_BF16;
   for (int64_t at = 0; at < 4; at++) {
-    run_weighted(weighted, 3000, at, at, 16, 0);
-    run_weighted(three_phases, 3000, at, at, 16, 0);
-    run_weighted(three_phases, 20000, at, at, 32, 32768);
-    run_weighted(three_phases, 20000, at, at, 32, 65536);
-    run_weighted(three_phases, 3000, at, (at + 1) % 4, 16, 0);
-    run_weighted(three_phases, 20000, at, (at + 3) % 4, 32, 32768);
+    run_weighted(weighted, f32, 3000, at, at, 16, 0);
+    run_weighted(three_phases, f32, 3000, at, at, 16, 0);
+    run_weighted(three_phases, f32, 20000, at, at, 32, 32768);
+    run_weighted(three_phases, f32, 20000, at, at, 32, 65536);
+    run_weighted(three_phases, f32, 3000, at, (at + 1) % 4, 16, 0);
+    run_weighted(three_phases, f32, 20000, at, (at + 3) % 4, 32, 32768);
+  }
+  for (int64_t at = 0; at < 8; at += 3) {
+    run_weighted(three_16bit, bf16, 3000, at, at, 16, 0);
+    run_weighted(three_16bit, bf16, 20000, at, at, 32, 32768);
+    run_weighted(three_16bit, bf16, 3000, at, (at + 1) % 8, 16, 0);
+    run_weighted(three_16bit, bf16, 20000, at, (at + 5) % 8, 32, 32768);
   }
 }
 END_TEST

@@ -696,6 +696,8 @@ static void load_from_memory(CgCtx *c, int inst, CgVal *r, bool stashed, bool re
   if (a.chunk > 1 && label < 0) return;
   if (label >= 0) misaligned_path(&a, label);
   load_elements(&a, r->slots);
+  if (stashed) /* nothing was copied: the element path writes every unit */
+    cg_stash_write_cut(c, inst, a.stash, r->slots, NULL, false);
   if (joined) pack_words(c, r->slots, joined, nw);
   if (label >= 0) cg_raw(&c->em, "$Lvectors_%d:\n", label);
   if (joined) unpack_words(c, joined, r->slots, nw);
@@ -745,8 +747,9 @@ void cg_lower_load(CgCtx *c, int inst) {
 bool cg_prefetchable(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
   const CgLayout *l = cg_layout_of(c, in->args[1]);
-  return c->arch >= 80 && !l->phased &&
-         cg_access_chunk(c, inst, l->vec) * pointee_size(c, in) == 16;
+  int esize = pointee_size(c, in);
+  if (l->phased && (esize != 2 || c->spec->split > 1)) return false; /* stream.c */
+  return c->arch >= 80 && cg_access_chunk(c, inst, l->vec) * esize == 16;
 }
 
 void cg_prefetch_load(CgCtx *c, int inst, CgOperand at, int stride) {
@@ -756,7 +759,8 @@ void cg_prefetch_load(CgCtx *c, int inst, CgOperand at, int stride) {
   int n = a.chunk;
   for (int q = 0; q < a.l->slots / n; q++) {
     Preds p = chunk_preds(&a, q * n, n);
-    cg_line(&c->em, "%scp.async.cg.shared.global [%s+%d], %s, 16;", prefix(p.full).s, CG_N(at),
+    CgOperand copy = cg_is_true(a.aligned) ? p.full : cg_and_pred(c, p.full, a.aligned);
+    cg_line(&c->em, "%scp.async.cg.shared.global [%s+%d], %s, 16;", prefix(copy).s, CG_N(at),
             q * stride, address(&a, q * n).s);
   }
 }

@@ -465,11 +465,17 @@ CgOperand cg_stash_at(CgCtx *c, int inst, int *stride) {
  * element by element as before, and the loop writes it to the stash. The
  * pieces a capped stash does not keep (STASH) are loaded as before, with
  * no copies. It needs a load whose operands can be computed without other
- * loads or reductions, and rows that are not phased: phased staged rows
- * copied so ran 0 to 7 points slower (bench/RESULTS.md, X8). And it takes
- * a phase with one such load only: softmax backward's 16-bit rows, whose
- * first phase loads y and dy, ran 9 points slower with both copied on an
- * H200 (X9), where softmax, log-softmax and the masked softmax gained.
+ * loads or reductions. Phased rows (rows at any phase, phase.c) take it in
+ * 16-bit kernels not split over the grid: with no alignment check left on
+ * their source, an H200 ran bf16 rows of 32001 from 91.6% of copy to 93.7
+ * and log-softmax's bf16 rows of 50257 from 87.2 to 92.2, where f32 rows
+ * of 32001 lost 2 points and grid splits 1.5 (bench/RESULTS.md, FF2; X8
+ * found no gain before). An access at another phase than its source
+ * copies nothing and writes its piece to the stash from its element path.
+ * And it takes a phase with one such load only: softmax backward's 16-bit
+ * rows, whose first phase loads y and dy, ran 9 points slower with both
+ * copied on an H200 (X9), where softmax, log-softmax and the masked
+ * softmax gained.
  *
  * One piece ahead, measured on an H100 (bench/RESULTS.md, X2): wide rows
  * over several CTAs gain 1.5 to 3 points of copy; two pieces ahead or all
