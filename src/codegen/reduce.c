@@ -40,8 +40,9 @@
  * Gimelshein, 2018): every thread holds a pair (m, d), m the max of its
  * elements and d = sum exp(x - m), and two pairs merge into
  *     M = max(ma, mb),  D = da e^(ma - M) + db e^(mb - M)
- * where a side whose m is -inf (all its elements -inf or NaN, or none) adds
- * d * 0 rather than d * e^(-inf - M): 0, or NaN for a NaN. A thread's own
+ * with one exp (one of the two factors is 1: cg_red_combine), where a side
+ * whose m is -inf (all its elements -inf or NaN, or none) adds d * 0
+ * rather than d * e^(-inf - M): 0, or NaN for a NaN. A thread's own
  * d uses 0 for an all -inf max, so -inf elements add exactly 0. At the end
  * s = D, except that s is NaN where M is -inf (a row of all -inf), as the
  * unfused sum of exp(-inf - -inf) is; +inf and NaN elements make D NaN as
@@ -214,26 +215,34 @@ static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
   return cg_apply(c, TJ_OP_EXP, TJ_F32, &diff, 1);
 }
 
-/* d e^(m - top), with the factor 0 where m is -inf: d is then 0, or NaN
- * when the side's only finite-looking element was a NaN (max ignores it),
- * and the NaN must survive. */
-static CgOperand rescale(CgCtx *c, CgOperand m, CgOperand d, CgOperand top) {
-  CgEmit *e = &c->em;
-  CgOperand empty = cg_reg(e, CG_PRED), factor = cg_reg(e, CG_F32), out = cg_reg(e, CG_F32);
-  cg_line(e, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(m));
-  cg_line(e, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(factor), CG_N(exp_diff(c, m, top)),
-          CG_N(empty));
-  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(out), CG_N(d), CG_N(factor));
-  return out;
-}
-
+/* The pairs' merge with one exp: the side of the larger m (a's on a tie)
+ * keeps its d, times 1; the other's is scaled by e = e^(min - max), and by
+ * 0 where that min is -inf (its d is then 0, or NaN when the side's only
+ * finite-looking element was a NaN, which max ignores, and the NaN must
+ * survive). Exact multiplies by 1 and the same sum as scaling both sides
+ * (e^0 is 1): the same bits for finite m, and NaN where a side's m is
+ * +inf, whose d is NaN. Two exps a merge cost an H200's staged bf16 rows
+ * of 50257 a quarter ex2 an element over their two (bench/RESULTS.md,
+ * FF5). */
 CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {
   CgRed r = a;
   r.x = cg_combine(c, a.op, a.elem, a.x, b.x);
   if (!a.pair) return r;
-  CgOperand args[2] = {rescale(c, a.x, a.d, r.x), rescale(c, b.x, b.d, r.x)};
-  r.d = cg_reg(&c->em, CG_F32);
-  cg_line(&c->em, "add.f32 %s, %s, %s;", CG_N(r.d), CG_N(args[0]), CG_N(args[1]));
+  CgEmit *e = &c->em;
+  CgOperand low = cg_reg(e, CG_F32), empty = cg_reg(e, CG_PRED), first = cg_reg(e, CG_PRED);
+  CgOperand scale = cg_reg(e, CG_F32), fa = cg_reg(e, CG_F32), fb = cg_reg(e, CG_F32);
+  CgOperand da = cg_reg(e, CG_F32), db = cg_reg(e, CG_F32);
+  cg_line(e, "min.f32 %s, %s, %s;", CG_N(low), CG_N(a.x), CG_N(b.x));
+  CgOperand ex = exp_diff(c, low, r.x);
+  cg_line(e, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(low));
+  cg_line(e, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(scale), CG_N(ex), CG_N(empty));
+  cg_line(e, "setp.ge.f32 %s, %s, %s;", CG_N(first), CG_N(a.x), CG_N(b.x));
+  cg_line(e, "selp.f32 %s, 0f3F800000, %s, %s;", CG_N(fa), CG_N(scale), CG_N(first));
+  cg_line(e, "selp.f32 %s, %s, 0f3F800000, %s;", CG_N(fb), CG_N(scale), CG_N(first));
+  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(da), CG_N(a.d), CG_N(fa));
+  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(db), CG_N(b.d), CG_N(fb));
+  r.d = cg_reg(e, CG_F32);
+  cg_line(e, "add.f32 %s, %s, %s;", CG_N(r.d), CG_N(da), CG_N(db));
   return r;
 }
 
