@@ -216,12 +216,11 @@ static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
 }
 
 /* The pairs' merge with one exp: the side of the larger m (a's on a tie)
- * keeps its d, times 1; the other's is scaled by e = e^(min - max), and by
- * 0 where that min is -inf (its d is then 0, or NaN when the side's only
+ * keeps its d; the other's is scaled by e = e^(min - max), and by 0 where
+ * that min is -inf (its d is then 0, or NaN when the side's only
  * finite-looking element was a NaN, which max ignores, and the NaN must
- * survive). Exact multiplies by 1 and the same sum as scaling both sides
- * (e^0 is 1): the same bits for finite m, and NaN where a side's m is
- * +inf, whose d is NaN. Two exps a merge cost an H200's staged bf16 rows
+ * survive). The same sum as scaling both sides (e^0 is 1), so the same
+ * bits for finite m, and NaN where a side's m is +inf, whose d is NaN. Two exps a merge cost an H200's staged bf16 rows
  * of 50257 a quarter ex2 an element over their two (bench/RESULTS.md,
  * FF5). */
 CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {
@@ -230,19 +229,18 @@ CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {
   if (!a.pair) return r;
   CgEmit *e = &c->em;
   CgOperand low = cg_reg(e, CG_F32), empty = cg_reg(e, CG_PRED), first = cg_reg(e, CG_PRED);
-  CgOperand scale = cg_reg(e, CG_F32), fa = cg_reg(e, CG_F32), fb = cg_reg(e, CG_F32);
-  CgOperand da = cg_reg(e, CG_F32), db = cg_reg(e, CG_F32);
+  CgOperand scale = cg_reg(e, CG_F32), keep = cg_reg(e, CG_F32), other = cg_reg(e, CG_F32);
+  CgOperand scaled = cg_reg(e, CG_F32);
   cg_line(e, "min.f32 %s, %s, %s;", CG_N(low), CG_N(a.x), CG_N(b.x));
   CgOperand ex = exp_diff(c, low, r.x);
   cg_line(e, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(low));
   cg_line(e, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(scale), CG_N(ex), CG_N(empty));
   cg_line(e, "setp.ge.f32 %s, %s, %s;", CG_N(first), CG_N(a.x), CG_N(b.x));
-  cg_line(e, "selp.f32 %s, 0f3F800000, %s, %s;", CG_N(fa), CG_N(scale), CG_N(first));
-  cg_line(e, "selp.f32 %s, %s, 0f3F800000, %s;", CG_N(fb), CG_N(scale), CG_N(first));
-  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(da), CG_N(a.d), CG_N(fa));
-  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(db), CG_N(b.d), CG_N(fb));
+  cg_line(e, "selp.f32 %s, %s, %s, %s;", CG_N(keep), CG_N(a.d), CG_N(b.d), CG_N(first));
+  cg_line(e, "selp.f32 %s, %s, %s, %s;", CG_N(other), CG_N(b.d), CG_N(a.d), CG_N(first));
+  cg_line(e, "mul.rn.f32 %s, %s, %s;", CG_N(scaled), CG_N(other), CG_N(scale));
   r.d = cg_reg(e, CG_F32);
-  cg_line(e, "add.f32 %s, %s, %s;", CG_N(r.d), CG_N(da), CG_N(db));
+  cg_line(e, "add.f32 %s, %s, %s;", CG_N(r.d), CG_N(keep), CG_N(scaled));
   return r;
 }
 
