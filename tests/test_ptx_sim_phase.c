@@ -234,8 +234,8 @@ static void run_weighted(const char *text, tj_dtype d, int64_t n, int64_t at, in
   tj_program *p;
   tj_spec *s;
   ck_assert_msg(tj_program_parse(text, strlen(text), &p) == TJ_OK, "%s", tj_program_error(p));
-  tj_spec_options o = {.n = n, .num_warps = 1, .dtype = d, .align = (int)dtype_bytes(d), .phased = 1,
-                       .stage = stage, .stash = stash};
+  tj_spec_options o = {.n = n, .num_warps = 1, .dtype = d, .align = (int)dtype_bytes(d),
+                       .phased = 1, .stage = stage, .stash = stash};
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
   int64_t count = ROWS * n;
   Buffer x, w, y, want;

@@ -759,7 +759,7 @@ void cg_prefetch_load(CgCtx *c, int inst, CgOperand at, int stride) {
   int n = a.chunk;
   for (int q = 0; q < a.l->slots / n; q++) {
     Preds p = chunk_preds(&a, q * n, n);
-    CgOperand copy = cg_is_true(a.aligned) ? p.full : cg_and_pred(c, p.full, a.aligned);
+    CgOperand copy = cg_and_pred(c, p.full, a.aligned);
     cg_line(&c->em, "%scp.async.cg.shared.global [%s+%d], %s, 16;", prefix(copy).s, CG_N(at),
             q * stride, address(&a, q * n).s);
   }

@@ -220,9 +220,8 @@ static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
  * that min is -inf (its d is then 0, or NaN when the side's only
  * finite-looking element was a NaN, which max ignores, and the NaN must
  * survive). The same sum as scaling both sides (e^0 is 1), so the same
- * bits for finite m, and NaN where a side's m is +inf, whose d is NaN. Two exps a merge cost an H200's staged bf16 rows
- * of 50257 a quarter ex2 an element over their two (bench/RESULTS.md,
- * FF5). */
+ * bits for finite m, and NaN where a side's m is +inf, whose d is NaN.
+ * Scaling both took an exp more a merge (bench/RESULTS.md, FF5). */
 CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {
   CgRed r = a;
   r.x = cg_combine(c, a.op, a.elem, a.x, b.x);
