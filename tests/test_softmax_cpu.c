@@ -570,10 +570,14 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* ... a split that leaves no round of rows less than half full: 64 rows
    * of 2^20 bf16 in rounds of 11 (36 CTAs a row), not of 12 and 4 (32). */
   ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 2, 18, 40);
-  /* STAGE 40 where its pieces cover a thread's share with fewer slots than
-   * 32's: 104 elements a thread in 120 slots, not 128 (a cluster of 2, BLOCK
-   * whole vectors of its 512 threads); f32's 52 stay in 64. */
-  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 4096, 50257, NULL), 53248, 2, 1, 40);
+  /* STAGE 40 where its pieces of 5 vectors divide a thread's share, with
+   * fewer slots than 32's: 80 elements a thread (bf16 40000 in a cluster of
+   * 2) and 120 (151937 in 5); not 104 (50257 in 2: pieces of 4, 4, 4 and 1
+   * vectors, not 5, 5 and 3), where 32 ran faster (bench/RESULTS.md, GG4);
+   * f32's 52 stay in 64. */
+  ASSERT_STAGED(plan_of(90, TJ_DTYPE_BF16, 4096, 50257, NULL), 53248, 2, 1);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 3355, 40000, NULL), 40960, 2, 1, 40);
+  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 512, 151937, NULL), 153600, 5, 1, 40);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 4096, 50257, NULL), 53248, 4, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 128, 1 << 19, NULL), 1 << 19, 1, 32);
   /* Rows no 256 staged CTAs hold (over 96 KiB each): every CTA the grid

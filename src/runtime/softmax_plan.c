@@ -211,7 +211,7 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
 #define STAGE_CTA_MAX   (96 * 1024)
 #define STAGE_THREADS   256
 #define STAGE_VALUES    32
-#define STAGE_WIDER     40 /* ... or these, where they waste fewer slots (fitted_stage) */
+#define STAGE_WIDER     40 /* ... or these, where they divide a share better (fitted_stage) */
 
 /* CTAs of STAGE_THREADS threads, each with `bytes` of shared memory, that
  * the device holds at once (at 64 registers a thread). */
@@ -244,15 +244,22 @@ static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
 }
 
 /* STAGE for a row over `ctas` staged CTAs of `threads`: STAGE_VALUES, or
- * STAGE_WIDER where its pieces cover a thread's share with fewer slots (and
- * so never more shared memory), since a thread computes on every slot of
- * its last piece, loaded or not. Measured on an H100 (bench/RESULTS.md,
- * 2026-11-26), % of copy: bf16 4096 x 50257 in clusters of 2 (104
- * elements a thread) 83.8 at 32 (128 slots), 89.2 at 40 (120). */
+ * STAGE_WIDER where its pieces cover a thread's share with fewer slots and
+ * leave no shorter last piece. Measured on an H100 (bench/RESULTS.md,
+ * 2026-11-26), % of copy: bf16 4096 x 50257 in clusters of 2 (104 elements
+ * a thread) 83.8 at 32 (128 slots), 89.2 at 40 (120), when a thread
+ * computed on every slot of its last piece. Since its last piece computes
+ * only its own vectors, an H200 (2026-11-29, GG4) runs the shares that
+ * 40 does not divide faster at 32: 104 elements (pieces of 5, 5 and 3
+ * vectors, against 4, 4, 4 and 1) bf16 2670 x 50257 at any phase 87.9 /
+ * 90.3, 1342 x 100000 at offset 1 84.9 / 87.3, aligned 50264 94.8 / 94.7;
+ * while shares that it divides keep it: 80 (3355 x 40000 at offset 1
+ * 95.3 / 90.7 at 32, in pieces of 2) and 120 (512 x 151937, 87.5 / 84.0). */
 static int stage_for_share(int64_t per_thread) {
   int64_t narrow = ceil_div(per_thread, STAGE_VALUES) * STAGE_VALUES;
   int64_t wide = ceil_div(per_thread, STAGE_WIDER) * STAGE_WIDER;
-  return wide < narrow ? STAGE_WIDER : STAGE_VALUES;
+  bool whole = per_thread <= STAGE_WIDER || per_thread % STAGE_WIDER == 0;
+  return wide < narrow && whole ? STAGE_WIDER : STAGE_VALUES;
 }
 
 static int fitted_stage(int64_t n, int elem, int64_t ctas, int threads) {
