@@ -493,7 +493,8 @@ typedef struct tj_device_info tj_device_info;
  *     CTAs.
  * BLOCK is the least multiple of the 16-byte vectors the instance's
  * threads hold at least n in (a row inside a warp: the power of two of
- * lanes, 2 to 4 vectors each, that pads it least), or next_pow2(n) where
+ * lanes, 2 to 4 vectors each, or up to 5 over 16 lanes and more in 16-bit
+ * rows at their phase, that pads it least), or next_pow2(n) where
  * that is less; f32 rows over a CTA's threads (unstaged, up to 32768)
  * and rows whose vectors are under 16 bytes keep next_pow2(n).
  * The runtime checks that the plan's CTAs can be resident together and

@@ -13,8 +13,9 @@
  * -inf, NaN and +inf; x and y at different phases (their accesses disagree,
  * so y's move element by element, still right); in place; clusters and a
  * split; a streamed row; a user's program that reduces its arange before
- * its first access. The PTX: a phased kernel moves vectors where the scalar
- * one moves none, and is the same twice. (Random programs specialized
+ * its first access; 16-bit rows over 16 lanes of 5 vectors. The PTX: a
+ * phased kernel moves vectors where the scalar one moves none, and is the
+ * same twice. (Random programs specialized
  * phased run in test_ptx_sim.c.)
  */
 #include "support.h"
@@ -408,6 +409,38 @@ START_TEST(clusters_and_splits) {
 }
 END_TEST
 
+/* 16-bit rows of 513 to 640 at their phase take 16 lanes of 5 vectors
+ * (cg_group_size), in the BLOCK of 640 the plan fits them to: one row at
+ * each phase, many rows each at another, a row that fills the tile. */
+START_TEST(sixteen_lanes_of_five_vectors) {
+  static const int64_t ns[] = {520, 577, 640};
+  static const tj_dtype dtypes[] = {TJ_DTYPE_F16, TJ_DTYPE_BF16};
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (size_t d = 0; d < 2; d++) {
+      int64_t n = ns[i];
+      Case layout = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, 0, 0, false, 0, 0, 640};
+      tj_program *p;
+      tj_spec *s = phased_spec(&layout, &p);
+      char *ptx = NULL;
+      ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_OK);
+      ck_assert_msg(strstr(ptx, "8 program instances of 16 threads each; tile 640: VEC 8 x 5"),
+                    "%s n=%lld: not 16 lanes of 5 vectors", dtype_label(dtypes[d]), (long long)n);
+      tj_free(ptx);
+      tj_spec_destroy(s);
+      tj_program_destroy(p);
+      for (int at = 0; at < 8; at++) {
+        Case one = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, at, at, false, 0, 0, 640};
+        run(&one);
+      }
+      for (int64_t e = 0; e <= 3; e += 3) {
+        Case many = {dtypes[d], n, 4, 1, 1, 80, 9, n + e, n + e, (int64_t)i, (int64_t)i, false,
+                     0, 0, 640};
+        run(&many);
+      }
+    }
+}
+END_TEST
+
 static char *ptx_of(tj_dtype d, int64_t n, bool phased) {
   tj_program *p;
   tj_spec *s;
@@ -452,6 +485,7 @@ Suite *suite(void) {
   tcase_add_test(t, a_reduction_before_the_first_access);
   tcase_add_test(t, a_phase_source_that_the_first_phase_does_not_load);
   tcase_add_test(t, phased_kernels_move_vectors);
+  tcase_add_test(t, sixteen_lanes_of_five_vectors);
   suite_add_tcase(s, t);
   return s;
 }

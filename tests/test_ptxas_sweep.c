@@ -173,7 +173,8 @@ typedef char *(*DefaultPtx)(tj_dtype d, int64_t block, int arch, int *warps);
 
 /* Widths whose BLOCK the plan fits to whole repeats of the threads, no
  * power of two (rt_softmax_fit_block): lanes of 2 to 4 vectors inside a
- * warp, CTAs of fewer warps (f16 12352), staged rows (24576). */
+ * warp (phased 16-bit 577: 16 lanes of 5), CTAs of fewer warps (f16
+ * 12352), staged rows (24576). */
 static const int64_t fitted_widths[] = {48, 80, 160, 200, 577, 3000, 6144, 12288, 12345, 12352, 24576};
 
 /* Every default single-tile N that is a power of two up to 32768, and the

@@ -498,10 +498,12 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_PLAN(plan_of(90, TJ_DTYPE_F32, 4096, 3000, NULL), S, 4096, 8, 1, 1);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4096, 24576, NULL), 24576, 1, 1);
   /* Rows off 16 bytes (rt_softmax_rows_plan): rows at one phase are
-   * phased and fitted as aligned ones are (f16 1000: 32 lanes of 4; 577:
-   * 32 of 3; f32 300: 32 of 3), staged ones as they are; rows in narrower
-   * vectors keep next_pow2 and the table's warps; aligned rows (16) keep
-   * the plan. */
+   * phased and fitted as aligned ones are (f16 1000: 32 lanes of 4; f32
+   * 300: 32 of 3), but 16-bit ones over 16 lanes may take 5 vectors a lane
+   * (577 and 640: 16 lanes of 5, not 32 of 3; 641 stays 32 of 3; f16 150
+   * stays 8 lanes of 3, not 4 of 5); staged ones as they are; rows in
+   * narrower vectors keep next_pow2 and the table's warps; aligned rows
+   * (16) keep the plan. */
   static const struct {
     tj_dtype dtype;
     int64_t n;
@@ -510,7 +512,9 @@ START_TEST(plan_for_every_kind_of_shape) {
     int64_t block;
     int warps;
   } rows[] = {
-      {TJ_DTYPE_F16, 1000, 2, true, true, 1024, 4},  {TJ_DTYPE_F16, 577, 2, true, true, 768, 4},
+      {TJ_DTYPE_F16, 1000, 2, true, true, 1024, 4},  {TJ_DTYPE_F16, 577, 2, true, true, 640, 4},
+      {TJ_DTYPE_BF16, 640, 2, true, true, 640, 4},   {TJ_DTYPE_BF16, 641, 2, true, true, 768, 4},
+      {TJ_DTYPE_F16, 150, 2, true, true, 192, 4},    {TJ_DTYPE_F16, 577, 16, true, false, 768, 4},
       {TJ_DTYPE_F32, 300, 4, true, true, 384, 4},     {TJ_DTYPE_F16, 80, 2, false, false, 128, 4},
       {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4},
       /* the table's 4 warps for 16-bit 12352, phased fitted (BLOCK 13312),
@@ -630,10 +634,10 @@ START_TEST(plan_for_every_kind_of_shape) {
   tj_softmax_plan shrunk = plan_of(90, TJ_DTYPE_F32, 9, 40000, &none);
   ASSERT_PLAN(shrunk, S, 59392, 16, 1, 29);
   shrunk.split = 14;
-  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000, 1, false);
+  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000, 1, RT_VECTORS_ALIGNED);
   ASSERT_PLAN(shrunk, S, 57344, 16, 1, 14);
   shrunk.split = 1;
-  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000, 1, false);
+  rt_softmax_fit_block(&shrunk, TJ_DTYPE_F32, 40000, 1, RT_VECTORS_ALIGNED);
   ASSERT_PLAN(shrunk, S, 40960, 16, 1, 1);
   /* A NULL device plans for the nominal sm_90. */
   tj_softmax_plan p;

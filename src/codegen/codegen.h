@@ -196,6 +196,7 @@ typedef struct CgGeometry {
 #define CG_WARP_ROW_MAX 1024 /* rows up to this stay inside one warp */
 #define CG_LANE_SCALARS 8    /* ... each lane at least this many in narrow vectors */
 #define CG_LANE_REPS    2    /* ... or this many 16-byte vectors (cg_group_size) */
+#define CG_LANE_REPS_PHASED 5 /* ... at most this many over 16 lanes and more, 16-bit phased rows */
 
 /* A tile of len elements: the thread with index `lane` (geometry.c) owns
  * VEC contiguous elements at lane*VEC + j*span*VEC for repeats j < reps;
@@ -221,15 +222,17 @@ typedef struct CgLayout {
 /* Threads of a CTA of `threads` per instance whose longest tile has
  * `vectors` vectors, and which holds `held` elements of such tiles at once
  * (the tile's length times the tiles of that length it loads), a lane
- * inside a warp taking min_reps to twice as many vectors (both backends
- * and the runtime's BLOCK use it). */
-int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int min_reps);
+ * inside a warp taking min_reps to max_reps vectors (both backends and the
+ * runtime's BLOCK use it). */
+int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int min_reps,
+                  int max_reps);
 /* The tiles of length len a program loads (at least 1): what it holds at once. */
 int cg_tiles_loaded(const tj_program *p, int64_t len);
 /* The geometry of c, once the longest tile, its VEC, the least vectors a
  * lane of a row inside a warp takes, and the tiles of that length loaded
  * are known. */
-tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int min_reps, int loaded);
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int min_reps, int max_reps,
+                           int loaded);
 /* Whether an instance spreads over several CTAs (CLUSTER or SPLIT > 1). */
 bool cg_multi_cta(const CgCtx *c);
 /* Element offset of slot k within the instance's tile, relative to lane*VEC. */

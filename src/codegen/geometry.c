@@ -39,20 +39,22 @@ static int64_t pow2_ceil(int64_t v) {
 
 /*
  * Lanes of a row of `vectors` vectors inside a warp, each lane taking R of
- * them, min_reps <= R <= 2 * min_reps: the power of two G <= 32 whose G x R
- * slots waste least, the most lanes (the fewest repeats) among equals; 32
- * for rows over 32 lanes' most repeats, 1 for rows of at most min_reps.
+ * them, min_reps <= R <= 2 * min_reps (or up to max_reps where G >= 16):
+ * the power of two G <= 32 whose G x R slots waste least, the most lanes
+ * (the fewest repeats) among equals; 32 for rows over 32 lanes' twice
+ * min_reps, 1 for rows of at most min_reps.
  * A row of G x R vectors so gets G lanes again: the runtime pads a row to
  * exactly this (rt_softmax_fit_block), not to the next power of two.
  */
-static int warp_lanes(int64_t vectors, int min_reps) {
+static int warp_lanes(int64_t vectors, int min_reps, int max_reps) {
   if (vectors <= min_reps) return 1;
   if (vectors > 64LL * min_reps) return 32;
   int best = 32;
   int64_t best_slots = INT64_MAX;
   for (int g = 32; g >= 1; g /= 2) {
     int64_t r = (vectors + g - 1) / g;
-    if (r >= min_reps && r <= 2 * min_reps && g * r < best_slots) {
+    bool fits = r <= 2 * min_reps || (r <= max_reps && g >= 16);
+    if (r >= min_reps && fits && g * r < best_slots) {
       best = g;
       best_slots = g * r;
     }
@@ -65,8 +67,8 @@ static int warp_lanes(int64_t vectors, int min_reps) {
  * longest tile has `vectors` vectors, `held` elements of such tiles loaded
  * at once (softmax holds x; its backward y and dy, twice as many):
  *   - instances holding up to CG_WARP_ROW_MAX elements stay inside one
- *     warp, on warp_lanes' lanes of `min_reps` to twice as many vectors,
- *     so no shared memory or barrier is ever needed;
+ *     warp, on warp_lanes' lanes of `min_reps` to `max_reps` vectors, so
+ *     no shared memory or barrier is ever needed;
  *   - larger ones spread over min(T, vectors) threads, whole warps (the
  *     vectors rounded up to a power of two);
  *   - when instances may not share a CTA (a loop holding a reduction has
@@ -86,9 +88,21 @@ static int warp_lanes(int64_t vectors, int min_reps) {
  * 101.9, 160 74.9 / 101.3, 200 87.3 / 98.1, 256 96.1 / 99.5, f32 80
  * 87.2 / 100.6; but four vectors a lane where two do as well lost (f16 64
  * 90.7, 128 95.8).
+ * max_reps, the most over 16 lanes or more: twice min_reps, or
+ * CG_LANE_REPS_PHASED for 16-bit rows at their phase (16-byte vectors),
+ * which are issue-bound (the rotation, the row's ends) and gain from fewer
+ * padded slots. On an H200 (bench/RESULTS.md GG7, GG8), % of copy, 32
+ * lanes of 3 vectors against 16 of 5: bf16 232614 x 577 (rows at every
+ * phase) 89.5 / 97.5 and 89.9 / 97.6, f16 at offset 1 90.0 / 97.2 and
+ * 90.4 / 97.2. Elsewhere 5 vectors a lane lost or tied: phased f32 300
+ * (16 lanes) 99.1 / 97.9, bf16 300 (16 lanes of 3 against 8 of 5) 89.1 /
+ * 90.4 and 90.7 / 90.1, f16 150 (8 of 3 against 4 of 5) 80.3 / 64.7;
+ * aligned bf16 600 101.5 / 100.2, f16 150 87.6 / 73.0; and 7 vectors a
+ * lane gained nothing (bf16 801, 97.7 / 97.3).
  */
-int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int min_reps) {
-  if (packable && held <= CG_WARP_ROW_MAX) return warp_lanes(vectors, min_reps);
+int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int min_reps,
+                  int max_reps) {
+  if (packable && held <= CG_WARP_ROW_MAX) return warp_lanes(vectors, min_reps, max_reps);
   vectors = pow2_ceil(vectors);
   if (packable && vectors < threads) return (int)(vectors < 32 ? 32 : vectors);
   return threads;
@@ -123,7 +137,8 @@ static tj_status check_levels(CgCtx *c) {
   return TJ_OK;
 }
 
-tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int min_reps, int loaded) {
+tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int min_reps, int max_reps,
+                           int loaded) {
   CgGeometry *g = &c->geo;
   g->warps = c->spec->num_warps;
   g->threads = 32 * g->warps;
@@ -133,7 +148,7 @@ tj_status cg_plan_geometry(CgCtx *c, int64_t longest, int vec, int min_reps, int
   if (st != TJ_OK) return st;
   bool one_cta = g->cluster == 1 && g->split == 1;
   g->group = one_cta ? cg_group_size(g->threads, longest * loaded, (longest + vec - 1) / vec,
-                                     c->facts.packable, min_reps)
+                                     c->facts.packable, min_reps, max_reps)
                      : g->threads;
   g->programs = g->threads / g->group;
   g->span = (int64_t)g->group * g->cluster * g->split;

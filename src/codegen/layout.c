@@ -104,14 +104,17 @@ static void choose_vec(CgCtx *c, int layout) {
   c->layouts[layout].vec = contiguous ? vec : 1;
 }
 
-/* The longest tile, its VEC, and the least vectors a lane of a row inside
- * a warp takes (cg_group_size): CG_LANE_SCALARS elements' worth where its
- * vectors are narrower than 16 bytes (rows off their alignment, unphased,
- * or element by element), else CG_LANE_REPS. */
-static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, int *min_reps) {
+/* The longest tile, its VEC, and the least and most vectors a lane of a
+ * row inside a warp takes (cg_group_size): CG_LANE_SCALARS elements' worth
+ * where its vectors are narrower than 16 bytes (rows off their alignment,
+ * unphased, or element by element), else CG_LANE_REPS; at most twice
+ * that, or CG_LANE_REPS_PHASED where the tile is phased 16-bit elements. */
+static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, int *min_reps,
+                         int *max_reps) {
   *longest = 1;
   *vec = 1;
   *min_reps = CG_LANE_SCALARS;
+  *max_reps = 2 * CG_LANE_SCALARS;
   for (int i = 0; i < c->nlayouts; i++)
     if (c->layouts[i].len > *longest) {
       const CgLayout *l = &c->layouts[i];
@@ -120,6 +123,7 @@ static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, int *min_re
       bool narrow = l->vec == 1 || (c->spec->align < 16 && !l->phased);
       *min_reps = CG_LANE_REPS;
       if (narrow) *min_reps = l->vec < CG_LANE_SCALARS ? CG_LANE_SCALARS / l->vec : 1;
+      *max_reps = l->phased && !narrow && l->vec == 8 ? CG_LANE_REPS_PHASED : 2 * *min_reps;
     }
 }
 
@@ -159,9 +163,9 @@ tj_status cg_plan_layout(CgCtx *c) {
   cg_plan_phase(c);
   for (int i = 0; i < c->nlayouts; i++) choose_vec(c, i);
   int64_t longest;
-  int vec, min_reps;
-  longest_tile(c, &longest, &vec, &min_reps);
-  st = cg_plan_geometry(c, longest, vec, min_reps, cg_tiles_loaded(c->p, longest));
+  int vec, min_reps, max_reps;
+  longest_tile(c, &longest, &vec, &min_reps, &max_reps);
+  st = cg_plan_geometry(c, longest, vec, min_reps, max_reps, cg_tiles_loaded(c->p, longest));
   if (st != TJ_OK) return st;
   for (int i = 0; i < c->nlayouts && st == TJ_OK; i++) st = shape_layout(c, &c->layouts[i]);
   if (st == TJ_OK) st = cg_plan_stream(c);

@@ -548,15 +548,18 @@ void rt_workspace_free_all(tj_context *ctx);
 
 /* ------------------------------------------------------ softmax_plan.c */
 
+/* How an op's rows move: in 16-byte vectors from an aligned start or from
+ * each row's phase, or in narrower vectors. */
+typedef enum { RT_VECTORS_ALIGNED, RT_VECTORS_PHASED, RT_VECTORS_NARROW } rt_vectors;
+
 /* BLOCK for the plan's template, warps, cluster and split, for an op of
- * `tiles` row tiles in 16-byte vectors (aligned or phased) or narrower
- * ones: the whole repeats of the lanes of a row inside a warp (2 to 4
- * vectors each, codegen's cg_group_size) or of the threads of a CTA, a
- * cluster or a split, or next_pow2(n) when that is less. Rows in narrower
- * vectors and f32 rows of a CTA, unstaged and up to 32768, keep
- * next_pow2(n). */
+ * `tiles` row tiles moved as `how` says: the whole repeats of the lanes of
+ * a row inside a warp (2 to 4 vectors each, 2 to 5 over 16 lanes or more
+ * in 16-bit rows at their phase: codegen's cg_group_size) or of the threads of a CTA, a cluster or a
+ * split, or next_pow2(n) when that is less. Rows in narrower vectors and
+ * f32 rows of a CTA, unstaged and up to 32768, keep next_pow2(n). */
 void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int tiles,
-                          bool narrow);
+                          rt_vectors how);
 /* Row tiles an op keeps in registers across its reduction (softmax 1). */
 int rt_row_tiles(tj_row_op op);
 /* tj_row_plan_for for rows whose pointers and strides are multiples of

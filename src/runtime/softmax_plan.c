@@ -226,7 +226,7 @@ static int64_t staged_resident(const tj_device_info *d, int64_t bytes) {
  * rt_softmax_fit_block makes it, each thread's share whole vectors and
  * then whole pieces of STAGE_VALUES (an upper bound of stream.c's). */
 static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, int tiles,
-                            bool narrow);
+                            rt_vectors how);
 
 static int64_t thread_share(int64_t n, int elem, int64_t ctas, int threads) {
   tj_softmax_plan staged = {.which = TJ_SOFTMAX_SINGLE,
@@ -235,7 +235,8 @@ static int64_t thread_share(int64_t n, int elem, int64_t ctas, int threads) {
                             .split = (int)ctas,
                             .stage = STAGE_VALUES};
   int64_t vec = 16 / elem;
-  return ceil_div(fitted_block(&staged, elem, n, 1, false), ctas * threads * vec) * vec;
+  return ceil_div(fitted_block(&staged, elem, n, 1, RT_VECTORS_ALIGNED), ctas * threads * vec) *
+         vec;
 }
 
 static int64_t stash_bytes(int64_t n, int tiles, int elem, int64_t ctas) {
@@ -526,22 +527,23 @@ static int several_tiles_warps(const tj_device_info *d, int elem, int64_t held, 
  * 98.8; and log-softmax's f32 12288 in 6 repeats spilled 20 bytes on
  * sm_80). */
 static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, int tiles,
-                            bool narrow) {
+                            rt_vectors how) {
   int64_t block = tj_next_pow2(n), vec = 16 / elem, vectors = ceil_div(n, vec);
   int64_t threads = 32LL * plan->num_warps * plan->cluster * plan->split, group = threads;
   bool one_cta = plan->cluster * plan->split == 1 && !plan->stage;
-  if (one_cta && block <= ROW_PER_CTA && narrow) return block;
+  if (one_cta && block <= ROW_PER_CTA && how == RT_VECTORS_NARROW) return block;
+  int most = how == RT_VECTORS_PHASED && elem == 2 ? CG_LANE_REPS_PHASED : 2 * CG_LANE_REPS;
   if (one_cta) /* lanes as layout.c gives them */
-    group = cg_group_size((int)threads, block * tiles, vectors, true, CG_LANE_REPS);
+    group = cg_group_size((int)threads, block * tiles, vectors, true, CG_LANE_REPS, most);
   if (one_cta && group == threads && elem == 4 && block <= ROW_PER_CTA) return block;
   int64_t fit = ceil_div(vectors, group) * group * vec;
   return fit < block ? fit : block;
 }
 
 void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int tiles,
-                          bool narrow) {
+                          rt_vectors how) {
   if (plan->which != TJ_SOFTMAX_SINGLE) return;
-  plan->block = fitted_block(plan, ir_dtype_size(dtype), n, tiles, narrow);
+  plan->block = fitted_block(plan, ir_dtype_size(dtype), n, tiles, how);
 }
 
 /* Rows at one phase are phased where the code generator phases: one
@@ -563,7 +565,7 @@ bool rt_softmax_rows_plan(const tj_device_info *device, tj_softmax_plan *plan, t
   if (!phased && one_cta && !warps_chosen) /* the table's, not fewer_warps' */
     plan->num_warps = warps_for(device, dtype, held);
   if (phased && plan->num_warps == 32 && !warps_chosen) plan->num_warps = 16;
-  rt_softmax_fit_block(plan, dtype, n, tiles, !phased);
+  rt_softmax_fit_block(plan, dtype, n, tiles, phased ? RT_VECTORS_PHASED : RT_VECTORS_NARROW);
   return phased;
 }
 
@@ -579,7 +581,8 @@ static void fewer_warps(tj_softmax_plan *plan, int elem, int64_t n, int tiles) {
   if (!half.num_warps || tj_next_pow2(n) * tiles <= CG_WARP_ROW_MAX) return;
   int64_t reps = ceil_div(ceil_div(n, 16 / elem), 32LL * half.num_warps);
   if (reps <= HALF_REPS &&
-      fitted_block(&half, elem, n, tiles, false) < fitted_block(plan, elem, n, tiles, false))
+      fitted_block(&half, elem, n, tiles, RT_VECTORS_ALIGNED) <
+          fitted_block(plan, elem, n, tiles, RT_VECTORS_ALIGNED))
     plan->num_warps = half.num_warps;
 }
 
@@ -631,7 +634,7 @@ tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype
   if (!plan->stage) plan->stash = 0;
   bool one_cta = plan->which == TJ_SOFTMAX_SINGLE && plan->cluster * plan->split == 1;
   if (!chosen && !plan->stage && one_cta) fewer_warps(plan, elem, n, tiles);
-  rt_softmax_fit_block(plan, dtype, n, tiles, false);
+  rt_softmax_fit_block(plan, dtype, n, tiles, RT_VECTORS_ALIGNED);
   return TJ_OK;
 }
 
