@@ -15,8 +15,7 @@
  * split; a streamed row; a user's program that reduces its arange before
  * its first access; 16-bit rows over 16 lanes of 5 vectors. The PTX: a
  * phased kernel moves vectors where the scalar one moves none, and is the
- * same twice. (Random programs specialized
- * phased run in test_ptx_sim.c.)
+ * same twice. (Random programs specialized phased run in test_ptx_sim.c.)
  */
 #include "support.h"
 #include "support_ptxsim.h"

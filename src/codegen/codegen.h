@@ -226,6 +226,9 @@ typedef struct CgLayout {
  * runtime's BLOCK use it). */
 int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int min_reps,
                   int max_reps);
+/* cg_group_size's max_reps for a row of VEC-element vectors, at its phase
+ * or not: twice min_reps, or CG_LANE_REPS_PHASED for 16-bit phased rows. */
+int cg_lane_reps_max(int min_reps, bool phased, int vec);
 /* The tiles of length len a program loads (at least 1): what it holds at once. */
 int cg_tiles_loaded(const tj_program *p, int64_t len);
 /* The geometry of c, once the longest tile, its VEC, the least vectors a

@@ -376,7 +376,8 @@ static tj_status choose_layout(Emit *e, tj_spec *s) {
   for (int i = 0; i < e->p->ninsts; i++)
     reduces |= e->p->insts[i].op == TJ_OP_REDUCE_MAX || e->p->insts[i].op == TJ_OP_REDUCE_SUM;
   e->threads = 32 * s->num_warps;
-  e->group = cg_group_size(e->threads, widest * cg_tiles_loaded(e->p, widest), widest, true, 1, 2);
+  e->group = cg_group_size(e->threads, widest * cg_tiles_loaded(e->p, widest), widest, true, 1,
+                           cg_lane_reps_max(1, false, 1));
   e->programs = e->threads / e->group;
   e->scratch = reduces && e->group > 32;
   if (slots_of(e, widest) > CG_CUDA_MAX_SLOTS) {

@@ -100,6 +100,10 @@ static int warp_lanes(int64_t vectors, int min_reps, int max_reps) {
  * aligned bf16 600 101.5 / 100.2, f16 150 87.6 / 73.0; and 7 vectors a
  * lane gained nothing (bf16 801, 97.7 / 97.3).
  */
+int cg_lane_reps_max(int min_reps, bool phased, int vec) {
+  return phased && vec == 8 ? CG_LANE_REPS_PHASED : 2 * min_reps;
+}
+
 int cg_group_size(int threads, int64_t held, int64_t vectors, bool packable, int min_reps,
                   int max_reps) {
   if (packable && held <= CG_WARP_ROW_MAX) return warp_lanes(vectors, min_reps, max_reps);

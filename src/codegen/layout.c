@@ -123,7 +123,7 @@ static void longest_tile(const CgCtx *c, int64_t *longest, int *vec, int *min_re
       bool narrow = l->vec == 1 || (c->spec->align < 16 && !l->phased);
       *min_reps = CG_LANE_REPS;
       if (narrow) *min_reps = l->vec < CG_LANE_SCALARS ? CG_LANE_SCALARS / l->vec : 1;
-      *max_reps = l->phased && !narrow && l->vec == 8 ? CG_LANE_REPS_PHASED : 2 * *min_reps;
+      *max_reps = cg_lane_reps_max(*min_reps, l->phased, l->vec);
     }
 }
 

@@ -555,9 +555,10 @@ typedef enum { RT_VECTORS_ALIGNED, RT_VECTORS_PHASED, RT_VECTORS_NARROW } rt_vec
 /* BLOCK for the plan's template, warps, cluster and split, for an op of
  * `tiles` row tiles moved as `how` says: the whole repeats of the lanes of
  * a row inside a warp (2 to 4 vectors each, 2 to 5 over 16 lanes or more
- * in 16-bit rows at their phase: codegen's cg_group_size) or of the threads of a CTA, a cluster or a
- * split, or next_pow2(n) when that is less. Rows in narrower vectors and
- * f32 rows of a CTA, unstaged and up to 32768, keep next_pow2(n). */
+ * in 16-bit rows at their phase: codegen's cg_group_size) or of the
+ * threads of a CTA, a cluster or a split, or next_pow2(n) when that is
+ * less. Rows in narrower vectors and f32 rows of a CTA, unstaged and up to
+ * 32768, keep next_pow2(n). */
 void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int tiles,
                           rt_vectors how);
 /* Row tiles an op keeps in registers across its reduction (softmax 1). */

@@ -532,7 +532,7 @@ static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, in
   int64_t threads = 32LL * plan->num_warps * plan->cluster * plan->split, group = threads;
   bool one_cta = plan->cluster * plan->split == 1 && !plan->stage;
   if (one_cta && block <= ROW_PER_CTA && how == RT_VECTORS_NARROW) return block;
-  int most = how == RT_VECTORS_PHASED && elem == 2 ? CG_LANE_REPS_PHASED : 2 * CG_LANE_REPS;
+  int most = cg_lane_reps_max(CG_LANE_REPS, how == RT_VECTORS_PHASED, (int)vec);
   if (one_cta) /* lanes as layout.c gives them */
     group = cg_group_size((int)threads, block * tiles, vectors, true, CG_LANE_REPS, most);
   if (one_cta && group == threads && elem == 4 && block <= ROW_PER_CTA) return block;
