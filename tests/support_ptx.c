@@ -44,7 +44,7 @@ char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kern
     st = rt_row_plan(&device, TJ_ROW_SOFTMAX, cfg->dtype, 65536, cfg->n, &so, align, &plan);
   if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes */
     rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, cfg->dtype, cfg->n, align, cfg->phased,
-                         cfg->warps != 0);
+                         &so);
   if (st == TJ_OK) st = tj_softmax_spec_options(&plan, cfg->dtype, cfg->n, &o);
   if (st == TJ_OK) {
     if (cfg->block) o.block = cfg->block;

@@ -440,6 +440,39 @@ START_TEST(sixteen_lanes_of_five_vectors) {
 }
 END_TEST
 
+/* 16-bit rows at one phase of more than 10 vectors a thread, as the plan
+ * stages them (rt_softmax_rows_plan): 4 warps at STAGE 32, 10300 in
+ * pieces of 4, 4 and 3 vectors (BLOCK 11264), 14001 in seven of 2 (BLOCK
+ * 14336, stream.c's piece_repeats); a row at each of a few phases, and
+ * rows of strides n + 3. */
+START_TEST(staged_rows_of_a_cta) {
+  static const struct {
+    int64_t n, block;
+  } shapes[] = {{10300, 11264}, {14001, 14336}};
+  static const tj_dtype dtypes[] = {TJ_DTYPE_BF16, TJ_DTYPE_F16};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (size_t d = 0; d < 2; d++) {
+      int64_t n = shapes[i].n;
+      Case layout = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, 0, 0, false, 32, 0, shapes[i].block};
+      tj_program *p;
+      tj_spec *s = phased_spec(&layout, &p);
+      char *ptx = NULL;
+      ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_OK);
+      ck_assert_msg(strstr(ptx, "STAGE=32") && strstr(ptx, "PHASE=1"), "%s n=%lld: not staged",
+                    dtype_label(dtypes[d]), (long long)n);
+      tj_free(ptx);
+      tj_spec_destroy(s);
+      tj_program_destroy(p);
+      for (int at = 1; at < 8; at += 3) {
+        Case one = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, at, at, false, 32, 0, shapes[i].block};
+        run(&one);
+      }
+      Case many = {dtypes[d], n, 4, 1, 1, 80, 3, n + 3, n + 3, 5, 5, false, 32, 0, shapes[i].block};
+      run(&many);
+    }
+}
+END_TEST
+
 static char *ptx_of(tj_dtype d, int64_t n, bool phased) {
   tj_program *p;
   tj_spec *s;
@@ -485,6 +518,7 @@ Suite *suite(void) {
   tcase_add_test(t, a_phase_source_that_the_first_phase_does_not_load);
   tcase_add_test(t, phased_kernels_move_vectors);
   tcase_add_test(t, sixteen_lanes_of_five_vectors);
+  tcase_add_test(t, staged_rows_of_a_cta);
   suite_add_tcase(s, t);
   return s;
 }

@@ -490,9 +490,10 @@ START_TEST(partial_vectors_in_their_own_block) {
   ck_assert_int_eq(ptx_count(ptx, ", -7;"), 0);
   tj_free(ptx);
   /* A row of a CTA at any phase (f16 12345: 4 warps, 13 vectors a
-   * thread) gets a block per vector too; an aligned one, entering only at
-   * its end, one block an access. */
-  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 12345, 0, 0, 2, 90, 0, 1}, NULL);
+   * thread, unstaged where the caller gives the warps) gets a block per
+   * vector too; an aligned one, entering only at its end, one block an
+   * access. */
+  ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 12345, 0, 4, 2, 90, 0, 1}, NULL);
   ck_assert_int_eq(ptx_count(ptx, "bra $Lpart_"), 26);
   tj_free(ptx);
   ptx = make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 12345, 0, 0, 16, 90, 0, 0}, NULL);

@@ -174,8 +174,10 @@ typedef char *(*DefaultPtx)(tj_dtype d, int64_t block, int arch, int *warps);
 /* Widths whose BLOCK the plan fits to whole repeats of the threads, no
  * power of two (rt_softmax_fit_block): lanes of 2 to 4 vectors inside a
  * warp (phased 16-bit 577: 16 lanes of 5), CTAs of fewer warps (f16
- * 12352), staged rows (24576). */
-static const int64_t fitted_widths[] = {48, 80, 160, 200, 577, 3000, 6144, 12288, 12345, 12352, 24576};
+ * 12352), staged rows (24576; phased 16-bit 12345 and 14001), phased f32
+ * rows of a quarter less than next_pow2 (4500, 6001). */
+static const int64_t fitted_widths[] = {48,   80,   160,   200,   577,   3000,  4500,
+                                        6001, 6144, 12288, 12345, 12352, 14001, 24576};
 
 /* Every default single-tile N that is a power of two up to 32768, and the
  * fitted widths, every dtype and arch, made by make (its `block` argument
@@ -221,15 +223,16 @@ static void sweep_defaults(const char *what, DefaultPtx make, bool spills_fail) 
   for (int a = 0; a < 3; a++) ptx_batch_free(batches[a]);
 }
 
-/* Phased, with tj_softmax's CTAs of at most 512 threads for phased kernels
- * (unstaged: the plan's warps as the caller's), BLOCK as it fits them. */
+/* Phased, as tj_softmax plans rows at one phase (CTAs of at most 512
+ * threads, 16-bit rows of many vectors a thread staged), BLOCK as it fits
+ * them. */
 static char *phased_ptx(tj_dtype d, int64_t block, int arch, int *warps) {
-  int w = plan_warps(arch, d, block);
-  *warps = w < 16 ? w : 16;
-  SoftmaxConfig cfg = {TJ_SOFTMAX_SINGLE, d, block, 0, *warps, (int)dtype_bytes(d), arch, 0, 1};
+  SoftmaxConfig cfg = {TJ_SOFTMAX_SINGLE, d, block, 0, 0, (int)dtype_bytes(d), arch, 0, 1};
   char why[TJ_ERROR_MAX + 64] = "";
   char *ptx = softmax_ptx(&cfg, NULL, NULL, why, sizeof why);
   ck_assert_msg(ptx != NULL, "phased %s BLOCK=%lld: %s", ir_dtype_name(d), (long long)block, why);
+  const char *w = strstr(ptx, "NUM_WARPS=");
+  *warps = w ? atoi(w + strlen("NUM_WARPS=")) : 0;
   return ptx;
 }
 
@@ -251,7 +254,7 @@ static char *row_op_ptx(tj_row_op op, tj_dtype d, int64_t block, int arch, int *
   int align = row_align ? row_align : (int)dtype_bytes(d);
   tj_softmax_options options = {.stage = align < 16 ? -1 : 0};
   ck_assert_int_eq(tj_row_plan_for(&device, op, d, 65536, block, &options, &plan), TJ_OK);
-  rt_softmax_rows_plan(&device, &plan, op, d, block, align, false, false);
+  rt_softmax_rows_plan(&device, &plan, op, d, block, align, false, &options);
   ck_assert_int_eq(tj_softmax_spec_options(&plan, d, block, &o), TJ_OK);
   o.align = row_align;
   ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));

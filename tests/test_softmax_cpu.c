@@ -503,25 +503,32 @@ START_TEST(plan_for_every_kind_of_shape) {
    * (577 and 640: 16 lanes of 5, not 32 of 3; 641 stays 32 of 3; f16 150
    * stays 8 lanes of 3, not 4 of 5); staged ones as they are; rows in
    * narrower vectors keep next_pow2 and the table's warps; aligned rows
-   * (16) keep the plan. */
+   * (16) keep the plan. 16-bit rows at one phase of more than 10 vectors
+   * a thread are staged (12352: 13; 10300: 11; not 9999: 10), and f32
+   * ones are fitted where that saves a quarter of the tile (6001: 6144;
+   * not 12345: 7 repeats of 8). */
   static const struct {
     tj_dtype dtype;
     int64_t n;
     int align;
     bool one_phase, phased;
     int64_t block;
-    int warps;
+    int warps, stage;
   } rows[] = {
-      {TJ_DTYPE_F16, 1000, 2, true, true, 1024, 4},  {TJ_DTYPE_F16, 577, 2, true, true, 640, 4},
-      {TJ_DTYPE_BF16, 640, 2, true, true, 640, 4},   {TJ_DTYPE_BF16, 641, 2, true, true, 768, 4},
-      {TJ_DTYPE_F16, 150, 2, true, true, 192, 4},    {TJ_DTYPE_F16, 577, 16, true, false, 768, 4},
-      {TJ_DTYPE_F32, 300, 4, true, true, 384, 4},     {TJ_DTYPE_F16, 80, 2, false, false, 128, 4},
-      {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4},
-      /* the table's 4 warps for 16-bit 12352, phased fitted (BLOCK 13312),
+      {TJ_DTYPE_F16, 1000, 2, true, true, 1024, 4, 0},  {TJ_DTYPE_F16, 577, 2, true, true, 640, 4, 0},
+      {TJ_DTYPE_BF16, 640, 2, true, true, 640, 4, 0},   {TJ_DTYPE_BF16, 641, 2, true, true, 768, 4, 0},
+      {TJ_DTYPE_F16, 150, 2, true, true, 192, 4, 0},    {TJ_DTYPE_F16, 577, 16, true, false, 768, 4, 0},
+      {TJ_DTYPE_F32, 300, 4, true, true, 384, 4, 0},     {TJ_DTYPE_F16, 80, 2, false, false, 128, 4, 0},
+      {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8, 32}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4, 0},
+      /* the table's 4 warps for 16-bit 12352, phased fitted (BLOCK 13312, staged),
        * element by element at next_pow2; fewer_warps' 4 for f16 5000 */
-      {TJ_DTYPE_F16, 12352, 2, true, true, 13312, 4},
-      {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 4},
-      {TJ_DTYPE_F16, 5000, 2, true, true, 5120, 4},
+      {TJ_DTYPE_F16, 12352, 2, true, true, 13312, 4, 32},
+      {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 4, 0},
+      {TJ_DTYPE_F16, 5000, 2, true, true, 5120, 4, 0},
+      {TJ_DTYPE_BF16, 10300, 2, true, true, 11264, 4, 32},
+      {TJ_DTYPE_BF16, 9999, 2, true, true, 10240, 4, 0},
+      {TJ_DTYPE_F32, 6001, 4, true, true, 6144, 16, 0},
+      {TJ_DTYPE_F32, 12345, 4, true, true, 16384, 16, 0},
   };
   tj_device_info device;
   ck_assert_int_eq(tj_device_nominal(90, &device), TJ_OK);
@@ -531,11 +538,28 @@ START_TEST(plan_for_every_kind_of_shape) {
                                  rows[i].align, &r),
                      TJ_OK);
     ck_assert_msg(rt_softmax_rows_plan(&device, &r, TJ_ROW_SOFTMAX, rows[i].dtype, rows[i].n,
-                                       rows[i].align, rows[i].one_phase, false) == rows[i].phased,
+                                       rows[i].align, rows[i].one_phase, NULL) == rows[i].phased,
                   "case %zu", i);
-    ck_assert_msg(r.block == rows[i].block && r.num_warps == rows[i].warps,
-                  "case %zu: BLOCK %lld, %d warps", i, (long long)r.block, r.num_warps);
+    ck_assert_msg(r.block == rows[i].block && r.num_warps == rows[i].warps &&
+                      r.stage == rows[i].stage,
+                  "case %zu: BLOCK %lld, %d warps, STAGE %d", i, (long long)r.block, r.num_warps,
+                  r.stage);
   }
+  /* ... but not where the caller chose the warps or NVRTC, nor before
+   * sm_80. */
+  const tj_softmax_options chosen[] = {{.num_warps = 4}, {.backend = TJ_BACKEND_NVRTC}};
+  for (int arch = 75; arch <= 90; arch += 15)
+    for (size_t i = 0; i < TJ_COUNTOF(chosen) + 1; i++) {
+      const tj_softmax_options *o = i < TJ_COUNTOF(chosen) ? &chosen[i] : NULL;
+      tj_device_info at;
+      tj_softmax_plan r;
+      ck_assert_int_eq(tj_device_nominal(arch, &at), TJ_OK);
+      ck_assert_int_eq(rt_row_plan(&at, TJ_ROW_SOFTMAX, TJ_DTYPE_BF16, 4096, 14001, o, 2, &r),
+                       TJ_OK);
+      ck_assert(rt_softmax_rows_plan(&at, &r, TJ_ROW_SOFTMAX, TJ_DTYPE_BF16, 14001, 2, true, o));
+      ck_assert_msg(r.stage == (arch == 90 && !o ? 32 : 0), "sm_%d, case %zu: STAGE %d", arch,
+                    i, r.stage);
+    }
   ASSERT_PLAN_STAGE(plan_of(90, TJ_DTYPE_F32, 4096, 32001, NULL), S, 32768, 16, 1, 1, 32);
   /* ... but rows off 16 bytes keep 256 threads: a cluster of two, one CTA
    * of 16-bit rows. */

@@ -186,7 +186,7 @@ static tj_status load_softmax(const Options *o, tj_program **p, tj_spec_options 
                      &options, align, &plan);
   if (st == TJ_OK) /* as tj_softmax plans rows off 16 bytes */
     rt_softmax_rows_plan(&device, &plan, TJ_ROW_SOFTMAX, (tj_dtype)o->dtype, o->n, align,
-                         o->phased, o->warps != 0);
+                         o->phased, &options);
   if (st == TJ_OK && o->block) plan.block = o->block;
   if (st == TJ_OK) st = tj_softmax_program(plan.which, o->n, p);
   if (st == TJ_OK && (st = tj_softmax_spec_options(&plan, (tj_dtype)o->dtype, o->n, so)) != TJ_OK)

@@ -569,11 +569,12 @@ int rt_row_tiles(tj_row_op op);
 tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype, int64_t m,
                       int64_t n, const tj_softmax_options *options, int align,
                       tj_softmax_plan *plan);
-/* The plan (warps, BLOCK) on device for rows whose pointers and strides
- * are aligned to `align` bytes, all at one phase or not; whether its
- * kernel is phased. */
+/* The plan (warps, BLOCK, STAGE) on device for rows whose pointers and
+ * strides are aligned to `align` bytes, all at one phase or not, given
+ * the caller's options (NULL: none); whether its kernel is phased. */
 bool rt_softmax_rows_plan(const tj_device_info *device, tj_softmax_plan *plan, tj_row_op op,
-                          tj_dtype dtype, int64_t n, int align, bool one_phase, bool warps_chosen);
+                          tj_dtype dtype, int64_t n, int align, bool one_phase,
+                          const tj_softmax_options *chosen);
 
 /* A measured shape for staged rows (softmax_tuning.inc's TUNED_ROWS): CTAs
  * a row of BLOCK takes, in a cluster or over the grid. */

@@ -261,7 +261,7 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
                                               "online template, or AUTO, takes any n)"
                                             : "");
   bool phased =
-      rt_softmax_rows_plan(&ctx->info, &plan, op, dtype, n, align, any_phase, o->num_warps != 0);
+      rt_softmax_rows_plan(&ctx->info, &plan, op, dtype, n, align, any_phase, o);
   tj_function *f;
   if ((st = row_function(ctx, op, plan.which, dtype, o->backend, &f)) != TJ_OK) return st;
   RtVariantKey key = variant_of(&plan, align, phased);

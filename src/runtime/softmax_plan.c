@@ -525,7 +525,17 @@ static int several_tiles_warps(const tj_device_info *d, int elem, int64_t held, 
  * of copy, next_pow2 against fitted: f32 12352 100.0, 99.8 / 99.1, 99.6,
  * 3000 99.3, 99.4 / 99.2, 99.3, against f16 12288 78.3, 78.8 / 98.1,
  * 98.8; and log-softmax's f32 12288 in 6 repeats spilled 20 bytes on
- * sm_80). */
+ * sm_80). But f32 rows at one phase, whose kernel needs more registers,
+ * are fitted where that saves a quarter of the tile or more, from BLOCK
+ * 4096 to 16384: an H200 (bench/RESULTS.md HH4, HH5), % of copy,
+ * next_pow2 against fitted, at offset 1: 4500 (8192 / 6144, 512 threads:
+ * 51 / 40 registers) 72.0 / 94.4, 6001 85.2 / 98.8, 9000 (16384 / 10240)
+ * 93.1 / 97.9, 2100 (4096 / 3072) 95.4 / 97.0; while 7 repeats in 8 ran a
+ * little slower (12345, 13500, 14001: 98.2, 97.7, 98.1 / 97.6, 97.3,
+ * 97.4). Fitted 1536 in 4 warps spilled 4 bytes on sm_80, and 18432 in
+ * 16 warps 52 to 68 on sm_75, sm_80 and sm_86. */
+#define PHASED_FIT_MIN 4096
+#define PHASED_FIT_MAX 16384
 static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, int tiles,
                             rt_vectors how) {
   int64_t block = tj_next_pow2(n), vec = 16 / elem, vectors = ceil_div(n, vec);
@@ -535,8 +545,11 @@ static int64_t fitted_block(const tj_softmax_plan *plan, int elem, int64_t n, in
   int most = cg_lane_reps_max(CG_LANE_REPS, how == RT_VECTORS_PHASED, (int)vec);
   if (one_cta) /* lanes as layout.c gives them */
     group = cg_group_size((int)threads, block * tiles, vectors, true, CG_LANE_REPS, most);
-  if (one_cta && group == threads && elem == 4 && block <= ROW_PER_CTA) return block;
   int64_t fit = ceil_div(vectors, group) * group * vec;
+  bool keep = one_cta && group == threads && elem == 4 && block <= ROW_PER_CTA;
+  bool phased_fit = how == RT_VECTORS_PHASED && block >= PHASED_FIT_MIN &&
+                    block <= PHASED_FIT_MAX && fit * 4 <= block * 3;
+  if (keep && !phased_fit) return block;
   return fit < block ? fit : block;
 }
 
@@ -553,18 +566,42 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
  * twice the values a thread. Other rows off 16 bytes move in narrower
  * vectors, in lanes of 8 elements up, and keep next_pow2 in one CTA
  * (fitted as for 16-byte vectors, f16 and f32 N = 77 lost 21 and 11
- * points on an H200, bench/RESULTS.md Y4). */
+ * points on an H200, bench/RESULTS.md Y4).
+ * The phase's registers can also cost an SM a CTA: 16-bit rows at one
+ * phase that one unstaged CTA holds in more than PHASED_REPS vectors a
+ * thread are staged (sm_80 and later; never where the caller chose warps,
+ * CTAs, a stage or NVRTC). Measured on an H200 (bench/RESULTS.md HH3), %
+ * of copy, unstaged against STAGE 32 at 4 warps, bf16 at offset 1: 12345
+ * (13 vectors, 167 registers) 91.0 / 94.3, 14001 (14, 182) 75.8 / 94.7,
+ * 16383 (16, 206) 76.7 / 92.2; but 9999 (10) 98.6 / 95.8, 8191 (8) 93.0
+ * / 90.2. Aligned rows gain nothing so (12352 99.7 / 98.3, 16384 96.6 /
+ * 94.6). */
+#define PHASED_REPS 10
+static void stage_phased(const tj_device_info *device, tj_softmax_plan *plan, int elem,
+                         int64_t n, int tiles) {
+  int64_t vec = 16 / elem, threads = 32LL * plan->num_warps;
+  int64_t reps = ceil_div(ceil_div(n + vec - 1, vec), threads);
+  if (elem == 2 && tiles == 1 && device->arch >= 80 && reps > PHASED_REPS)
+    plan->stage = stage_for_share(reps * vec);
+}
+
 bool rt_softmax_rows_plan(const tj_device_info *device, tj_softmax_plan *plan, tj_row_op op,
-                          tj_dtype dtype, int64_t n, int align, bool one_phase, bool warps_chosen) {
+                          tj_dtype dtype, int64_t n, int align, bool one_phase,
+                          const tj_softmax_options *chosen) {
+  static const tj_softmax_options none;
+  const tj_softmax_options *o = chosen ? chosen : &none;
   if (align >= 16) return false;
   int tiles = rt_row_tiles(op);
   int64_t held = tj_next_pow2(n) * tiles;
   bool phased = one_phase && plan->which == TJ_SOFTMAX_SINGLE && (plan->split == 1 || plan->stage);
   bool one_cta = plan->which == TJ_SOFTMAX_SINGLE && plan->cluster * plan->split == 1 &&
                  !plan->stage && held <= ROW_PER_CTA;
-  if (!phased && one_cta && !warps_chosen) /* the table's, not fewer_warps' */
+  if (!phased && one_cta && !o->num_warps) /* the table's, not fewer_warps' */
     plan->num_warps = warps_for(device, dtype, held);
-  if (phased && plan->num_warps == 32 && !warps_chosen) plan->num_warps = 16;
+  if (phased && plan->num_warps == 32 && !o->num_warps) plan->num_warps = 16;
+  bool ours = !o->num_warps && !o->cluster && !o->split && !o->stage &&
+              o->backend != TJ_BACKEND_NVRTC;
+  if (phased && one_cta && ours) stage_phased(device, plan, ir_dtype_size(dtype), n, tiles);
   rt_softmax_fit_block(plan, dtype, n, tiles, phased ? RT_VECTORS_PHASED : RT_VECTORS_NARROW);
   return phased;
 }
