@@ -442,9 +442,10 @@ END_TEST
 
 /* 16-bit rows at one phase of more than 10 vectors a thread, as the plan
  * stages them (rt_softmax_rows_plan): 4 warps at STAGE 32, 10300 in
- * pieces of 4, 4 and 3 vectors (BLOCK 11264), 14001 in seven of 2 (BLOCK
- * 14336, stream.c's piece_repeats); a row at each of a few phases, and
- * rows of strides n + 3. */
+ * pieces of 4, 4 and 3 vectors (BLOCK 11264: log-softmax's and masked
+ * softmax's plan; softmax's is 8 warps unstaged), 14001 in seven of 2
+ * (BLOCK 14336, stream.c's piece_repeats); a row at each of a few phases,
+ * and rows of strides n + 3. */
 START_TEST(staged_rows_of_a_cta) {
   static const struct {
     int64_t n, block;

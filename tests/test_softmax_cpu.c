@@ -504,7 +504,9 @@ START_TEST(plan_for_every_kind_of_shape) {
    * stays 8 lanes of 3, not 4 of 5); staged ones as they are; rows in
    * narrower vectors keep next_pow2 and the table's warps; aligned rows
    * (16) keep the plan. 16-bit rows at one phase of more than 10 vectors
-   * a thread are staged (12352: 13; 10300: 11; not 9999: 10), and f32
+   * a thread take 8 warps where those hold at most 6 (10300 and 12288: 11
+   * and 12 in 4 warps), else are staged (12352 and 12289: 13), not 9999
+   * (10); and f32
    * ones are fitted where that saves a quarter of the tile (6001: 6144;
    * not 12345: 7 repeats of 8). */
   static const struct {
@@ -525,7 +527,9 @@ START_TEST(plan_for_every_kind_of_shape) {
       {TJ_DTYPE_F16, 12352, 2, true, true, 13312, 4, 32},
       {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 4, 0},
       {TJ_DTYPE_F16, 5000, 2, true, true, 5120, 4, 0},
-      {TJ_DTYPE_BF16, 10300, 2, true, true, 11264, 4, 32},
+      {TJ_DTYPE_BF16, 10300, 2, true, true, 12288, 8, 0},
+      {TJ_DTYPE_BF16, 12288, 2, true, true, 12288, 8, 0},
+      {TJ_DTYPE_BF16, 12289, 2, true, true, 13312, 4, 32},
       {TJ_DTYPE_BF16, 9999, 2, true, true, 10240, 4, 0},
       {TJ_DTYPE_F32, 6001, 4, true, true, 6144, 16, 0},
       {TJ_DTYPE_F32, 12345, 4, true, true, 16384, 16, 0},
@@ -544,6 +548,18 @@ START_TEST(plan_for_every_kind_of_shape) {
                       r.stage == rows[i].stage,
                   "case %zu: BLOCK %lld, %d warps, STAGE %d", i, (long long)r.block, r.num_warps,
                   r.stage);
+  }
+  /* ... log-softmax's and masked softmax's rows of 11 vectors staged
+   * (not 8 warps), as all of their rows of more than 10 */
+  static const tj_row_op staged_ops[] = {TJ_ROW_LOG_SOFTMAX, TJ_ROW_MASKED_SOFTMAX};
+  for (size_t i = 0; i < TJ_COUNTOF(staged_ops); i++) {
+    tj_softmax_plan r;
+    ck_assert_int_eq(rt_row_plan(&device, staged_ops[i], TJ_DTYPE_F16, 4096, 10300, NULL, 2, &r),
+                     TJ_OK);
+    ck_assert(rt_softmax_rows_plan(&device, &r, staged_ops[i], TJ_DTYPE_F16, 10300, 2, true, NULL));
+    ck_assert_msg(r.num_warps == 4 && r.stage == 32 && r.block == 11264,
+                  "op %zu: %d warps, STAGE %d, BLOCK %lld", i, r.num_warps, r.stage,
+                  (long long)r.block);
   }
   /* ... but not where the caller chose the warps or NVRTC, nor before
    * sm_80. */

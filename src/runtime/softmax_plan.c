@@ -569,19 +569,29 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
  * points on an H200, bench/RESULTS.md Y4).
  * The phase's registers can also cost an SM a CTA: 16-bit rows at one
  * phase that one unstaged CTA holds in more than PHASED_REPS vectors a
- * thread are staged (sm_80 and later; never where the caller chose warps,
- * CTAs, a stage or NVRTC). Measured on an H200 (bench/RESULTS.md HH3), %
- * of copy, unstaged against STAGE 32 at 4 warps, bf16 at offset 1: 12345
+ * thread take twice the warps where those hold at most PHASED_WIDER_REPS
+ * (softmax only), else are staged (sm_80 and later; never where the caller chose warps,
+ * CTAs, a stage or NVRTC). Measured on an H200 (bench/RESULTS.md HH3-HH7),
+ * % of copy, bf16 at offset 1, 4 warps unstaged against STAGE 32: 12345
  * (13 vectors, 167 registers) 91.0 / 94.3, 14001 (14, 182) 75.8 / 94.7,
- * 16383 (16, 206) 76.7 / 92.2; but 9999 (10) 98.6 / 95.8, 8191 (8) 93.0
- * / 90.2. Aligned rows gain nothing so (12352 99.7 / 98.3, 16384 96.6 /
- * 94.6). */
-#define PHASED_REPS 10
-static void stage_phased(const tj_device_info *device, tj_softmax_plan *plan, int elem,
-                         int64_t n, int tiles) {
-  int64_t vec = 16 / elem, threads = 32LL * plan->num_warps;
-  int64_t reps = ceil_div(ceil_div(n + vec - 1, vec), threads);
-  if (elem == 2 && tiles == 1 && device->arch >= 80 && reps > PHASED_REPS)
+ * 16383 (16, 206) 76.7 / 92.2, 10500 (11, 141) 87.0 / 90.8; but 9999 (10)
+ * 98.6 / 95.8, 8191 (8) 93.0 / 90.2; and 4 warps staged against 8
+ * unstaged (6 vectors, 79 registers): 10300 85.5 / 91.0, 11700 93.4 /
+ * 96.0 (8 warps of 7 vectors, 95 registers: 12345 79-80, FF4), where
+ * log-softmax and masked softmax keep the staged CTA (f16 11000 at offset
+ * 3 95.7 / 94.0, masked 10500 110.6 / 90.7 of the bytes the mask leaves).
+ * Aligned rows gain nothing so (12352 99.7 / 98.3, 16384 96.6 / 94.6). */
+#define PHASED_REPS       10
+#define PHASED_WIDER_REPS 6
+static void phased_cta(const tj_device_info *device, tj_softmax_plan *plan, tj_row_op op, int elem,
+                       int64_t n) {
+  int64_t vec = 16 / elem, vectors = ceil_div(n, vec); /* as fitted_block: the phase wraps */
+  int64_t reps = ceil_div(vectors, 32LL * plan->num_warps);
+  if (elem != 2 || rt_row_tiles(op) != 1 || device->arch < 80 || reps <= PHASED_REPS) return;
+  bool wider = ceil_div(vectors, 64LL * plan->num_warps) <= PHASED_WIDER_REPS;
+  if (op == TJ_ROW_SOFTMAX && plan->num_warps <= 8 && wider)
+    plan->num_warps *= 2;
+  else
     plan->stage = stage_for_share(reps * vec);
 }
 
@@ -601,7 +611,7 @@ bool rt_softmax_rows_plan(const tj_device_info *device, tj_softmax_plan *plan, t
   if (phased && plan->num_warps == 32 && !o->num_warps) plan->num_warps = 16;
   bool ours = !o->num_warps && !o->cluster && !o->split && !o->stage &&
               o->backend != TJ_BACKEND_NVRTC;
-  if (phased && one_cta && ours) stage_phased(device, plan, ir_dtype_size(dtype), n, tiles);
+  if (phased && one_cta && ours) phased_cta(device, plan, op, ir_dtype_size(dtype), n);
   rt_softmax_fit_block(plan, dtype, n, tiles, phased ? RT_VECTORS_PHASED : RT_VECTORS_NARROW);
   return phased;
 }
