@@ -408,6 +408,17 @@ START_TEST(clusters_and_splits) {
 }
 END_TEST
 
+/* The PTX of k's phased kernel (release with tj_free). */
+static char *case_ptx(const Case *k) {
+  tj_program *p;
+  tj_spec *s = phased_spec(k, &p);
+  char *ptx = NULL;
+  ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_OK);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  return ptx;
+}
+
 /* 16-bit rows of 513 to 640 at their phase take 16 lanes of 5 vectors
  * (cg_group_size), in the BLOCK of 640 the plan fits them to: one row at
  * each phase, many rows each at another, a row that fills the tile. */
@@ -418,15 +429,10 @@ START_TEST(sixteen_lanes_of_five_vectors) {
     for (size_t d = 0; d < 2; d++) {
       int64_t n = ns[i];
       Case layout = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, 0, 0, false, 0, 0, 640};
-      tj_program *p;
-      tj_spec *s = phased_spec(&layout, &p);
-      char *ptx = NULL;
-      ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_OK);
+      char *ptx = case_ptx(&layout);
       ck_assert_msg(strstr(ptx, "8 program instances of 16 threads each; tile 640: VEC 8 x 5"),
                     "%s n=%lld: not 16 lanes of 5 vectors", dtype_label(dtypes[d]), (long long)n);
       tj_free(ptx);
-      tj_spec_destroy(s);
-      tj_program_destroy(p);
       for (int at = 0; at < 8; at++) {
         Case one = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, at, at, false, 0, 0, 640};
         run(&one);
@@ -455,15 +461,10 @@ START_TEST(staged_rows_of_a_cta) {
     for (size_t d = 0; d < 2; d++) {
       int64_t n = shapes[i].n;
       Case layout = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, 0, 0, false, 32, 0, shapes[i].block};
-      tj_program *p;
-      tj_spec *s = phased_spec(&layout, &p);
-      char *ptx = NULL;
-      ck_assert_int_eq(tj_emit_ptx(s, NULL, &ptx, NULL), TJ_OK);
+      char *ptx = case_ptx(&layout);
       ck_assert_msg(strstr(ptx, "STAGE=32") && strstr(ptx, "PHASE=1"), "%s n=%lld: not staged",
                     dtype_label(dtypes[d]), (long long)n);
       tj_free(ptx);
-      tj_spec_destroy(s);
-      tj_program_destroy(p);
       for (int at = 1; at < 8; at += 3) {
         Case one = {dtypes[d], n, 4, 1, 1, 90, 1, n, n, at, at, false, 32, 0, shapes[i].block};
         run(&one);

@@ -506,9 +506,8 @@ START_TEST(plan_for_every_kind_of_shape) {
    * (16) keep the plan. 16-bit rows at one phase of more than 10 vectors
    * a thread take 8 warps where those hold at most 6 (10300 and 12288: 11
    * and 12 in 4 warps), else are staged (12352 and 12289: 13), not 9999
-   * (10); and f32
-   * ones are fitted where that saves a quarter of the tile (6001: 6144;
-   * not 12345: 7 repeats of 8). */
+   * (10); and f32 ones are fitted where that saves a quarter of the tile
+   * (6001: 6144; not 12345: 7 repeats of 8). */
   static const struct {
     tj_dtype dtype;
     int64_t n;
@@ -522,8 +521,9 @@ START_TEST(plan_for_every_kind_of_shape) {
       {TJ_DTYPE_F16, 150, 2, true, true, 192, 4, 0},    {TJ_DTYPE_F16, 577, 16, true, false, 768, 4, 0},
       {TJ_DTYPE_F32, 300, 4, true, true, 384, 4, 0},     {TJ_DTYPE_F16, 80, 2, false, false, 128, 4, 0},
       {TJ_DTYPE_F32, 32768, 4, true, true, 32768, 8, 32}, {TJ_DTYPE_F32, 200, 16, true, false, 256, 4, 0},
-      /* the table's 4 warps for 16-bit 12352, phased fitted (BLOCK 13312, staged),
-       * element by element at next_pow2; fewer_warps' 4 for f16 5000 */
+      /* the table's 4 warps for 16-bit 12352, phased fitted (BLOCK 13312,
+       * staged), element by element at next_pow2; fewer_warps' 4 for f16
+       * 5000 */
       {TJ_DTYPE_F16, 12352, 2, true, true, 13312, 4, 32},
       {TJ_DTYPE_F16, 12352, 2, false, false, 16384, 4, 0},
       {TJ_DTYPE_F16, 5000, 2, true, true, 5120, 4, 0},

@@ -570,8 +570,8 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
  * The phase's registers can also cost an SM a CTA: 16-bit rows at one
  * phase that one unstaged CTA holds in more than PHASED_REPS vectors a
  * thread take twice the warps where those hold at most PHASED_WIDER_REPS
- * (softmax only), else are staged (sm_80 and later; never where the caller chose warps,
- * CTAs, a stage or NVRTC). Measured on an H200 (bench/RESULTS.md HH3-HH7),
+ * (softmax only), else are staged (sm_80 and later; never where the
+ * caller chose warps, CTAs, a stage or NVRTC). Measured on an H200 (bench/RESULTS.md HH3-HH7),
  * % of copy, bf16 at offset 1, 4 warps unstaged against STAGE 32: 12345
  * (13 vectors, 167 registers) 91.0 / 94.3, 14001 (14, 182) 75.8 / 94.7,
  * 16383 (16, 206) 76.7 / 92.2, 10500 (11, 141) 87.0 / 90.8; but 9999 (10)
@@ -581,6 +581,12 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
  * log-softmax and masked softmax keep the staged CTA (f16 11000 at offset
  * 3 95.7 / 94.0, masked 10500 110.6 / 90.7 of the bytes the mask leaves).
  * Aligned rows gain nothing so (12352 99.7 / 98.3, 16384 96.6 / 94.6). */
+/* Whether the caller chose the CTAs (warps, cluster, split) or the NVRTC
+ * backend, whose kernels the plan then leaves unstaged. */
+static bool caller_chose(const tj_softmax_options *o) {
+  return o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
+}
+
 #define PHASED_REPS       10
 #define PHASED_WIDER_REPS 6
 static void phased_cta(const tj_device_info *device, tj_softmax_plan *plan, tj_row_op op, int elem,
@@ -609,9 +615,8 @@ bool rt_softmax_rows_plan(const tj_device_info *device, tj_softmax_plan *plan, t
   if (!phased && one_cta && !o->num_warps) /* the table's, not fewer_warps' */
     plan->num_warps = warps_for(device, dtype, held);
   if (phased && plan->num_warps == 32 && !o->num_warps) plan->num_warps = 16;
-  bool ours = !o->num_warps && !o->cluster && !o->split && !o->stage &&
-              o->backend != TJ_BACKEND_NVRTC;
-  if (phased && one_cta && ours) phased_cta(device, plan, op, ir_dtype_size(dtype), n);
+  if (phased && one_cta && !caller_chose(o) && !o->stage)
+    phased_cta(device, plan, op, ir_dtype_size(dtype), n);
   rt_softmax_fit_block(plan, dtype, n, tiles, phased ? RT_VECTORS_PHASED : RT_VECTORS_NARROW);
   return phased;
 }
@@ -671,7 +676,7 @@ tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype
    * 87.7-88.5 / 93.5-93.6, 262144 80.3-80.9 / 91.4-92.3, 2^20 61.7 /
    * 83.3-85.9 (f16 the same); f32 16384 100.2 / 99.1-99.3, 262144
    * 93.5-94.2 / 90.8-91.4, 2^20 76.3-76.4 / 78.9-80.8. */
-  bool chosen = o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
+  bool chosen = caller_chose(o);
   if (!o->stage && !chosen && (tiles == 1 || elem == 2))
     plan_staged(device, dtype, m, n, tiles, wide, align >= 16, plan);
   if (o->cluster) plan->cluster = o->cluster;
