@@ -445,6 +445,8 @@ static tj_softmax_plan plan_of(int arch, tj_dtype dtype, int64_t m, int64_t n,
 #define ASSERT_PLAN(p, w, b, nw, c, sp) ASSERT_PLAN_STAGE(p, w, b, nw, c, sp, 0)
 #define ASSERT_STAGED_AT(p, b, c, sp, st) ASSERT_PLAN_STAGE(p, TJ_SOFTMAX_SINGLE, b, 8, c, sp, st)
 #define ASSERT_STAGED(p, b, c, sp)        ASSERT_STAGED_AT(p, b, c, sp, 32)
+/* Staged over the grid in CTAs of 4 warps (softmax_plan.c's halve_ctas). */
+#define ASSERT_HALVED(p, b, c, sp, st) ASSERT_PLAN_STAGE(p, TJ_SOFTMAX_SINGLE, b, 4, c, sp, st)
 /* Staged over the grid, SPLIT sp CTAs a row, each keeping STASH bytes. */
 #define ASSERT_STASHED(p, b, sp, bytes)                                                            \
   do {                                                                                             \
@@ -596,9 +598,11 @@ START_TEST(plan_for_every_kind_of_shape) {
   /* ... not in a cluster of 16: over the grid (and for 128 rows in rounds
    * of 22, not 24 and 8), 16-bit rows in clusters of two over half the
    * split where they take two rounds of the grid or more, two rows a
-   * round or more; f32 rows, and one round, stay CTAs of the grid. */
-  ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 2, 8);
-  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 128, 524288, NULL), 524288, 2, 9, 40);
+   * round or more; f32 rows, and one round, stay CTAs of the grid. Such
+   * 16-bit rows in two rounds or more then take CTAs of 4 warps, twice as
+   * many (not log-softmax's: tj_row_plan_for's test). */
+  ASSERT_HALVED(plan_of(90, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 2, 16, 32);
+  ASSERT_HALVED(plan_of(90, TJ_DTYPE_BF16, 128, 524288, NULL), 524288, 2, 18, 40);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F32, 128, 524288, NULL), 524288, 1, 32);
   ASSERT_STAGED(plan_of(90, TJ_DTYPE_F16, 4, 1 << 20, NULL), 1 << 20, 1, 99);
   ASSERT_STAGED(plan_of(80, TJ_DTYPE_F16, 256, 524288, NULL), 524288, 1, 16);
@@ -613,7 +617,7 @@ START_TEST(plan_for_every_kind_of_shape) {
   ASSERT_STAGED(plan_of(80, TJ_DTYPE_F32, 1024, 65536, NULL), 65536, 1, 4);
   /* ... a split that leaves no round of rows less than half full: 64 rows
    * of 2^20 bf16 in rounds of 11 (36 CTAs a row), not of 12 and 4 (32). */
-  ASSERT_STAGED_AT(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 2, 18, 40);
+  ASSERT_HALVED(plan_of(90, TJ_DTYPE_BF16, 64, 1 << 20, NULL), 1 << 20, 2, 36, 40);
   /* STAGE 40 where its pieces of 5 vectors divide a thread's share, with
    * fewer slots than 32's: 80 elements a thread (bf16 40000 in a cluster of
    * 2) and 120 (151937 in 5); not 104 (50257 in 2: pieces of 4, 4, 4 and 1
@@ -732,6 +736,32 @@ START_TEST(backward_plans) {
 }
 END_TEST
 
+/* 16-bit rows over the grid in rounds take CTAs of 4 warps, twice as many
+ * (softmax_plan.c's halve_ctas), for softmax and the masked softmax; not
+ * for log-softmax, which ran slower so, nor softmax backward's two tiles. */
+START_TEST(halved_ctas_by_op) {
+  tj_device_info device;
+  tj_softmax_plan p;
+  ck_assert_int_eq(tj_device_nominal(90, &device), TJ_OK);
+  static const struct {
+    tj_row_op op;
+    int warps, ctas;
+  } ops[] = {{TJ_ROW_SOFTMAX, 4, 32},
+             {TJ_ROW_MASKED_SOFTMAX, 4, 32},
+             {TJ_ROW_LOG_SOFTMAX, 8, 16},
+             {TJ_ROW_SOFTMAX_BACKWARD, 8, 0}};
+  for (size_t i = 0; i < TJ_COUNTOF(ops); i++) {
+    ck_assert_int_eq(tj_row_plan_for(&device, ops[i].op, TJ_DTYPE_BF16, 256, 524288, NULL, &p),
+                     TJ_OK);
+    ck_assert_msg(p.num_warps == ops[i].warps && p.stage > 0, "op %d: %d warps, STAGE %d",
+                  (int)ops[i].op, p.num_warps, p.stage);
+    if (ops[i].ctas)
+      ck_assert_msg(p.cluster * p.split == ops[i].ctas, "op %d: %d x %d CTAs", (int)ops[i].op,
+                    p.cluster, p.split);
+  }
+}
+END_TEST
+
 /* A measured shape for staged rows (softmax_tuning.inc's TUNED_ROWS) as the
  * plan applies it: scaled to n, only where the rows fill the device, the
  * shares fit and a cluster is portable; its dtype, arch and BLOCK only. */
@@ -769,9 +799,11 @@ START_TEST(tuned_rows_lines) {
   ck_assert(!rt_softmax_tuned_rows(lines, count, &d, TJ_DTYPE_F32, 512, 20000, &p));
   ck_assert_int_eq(p.cluster + p.split + p.num_warps + p.stage, 0);
   /* The table built in: the plan of a measured shape is the rules' there
-   * (softmax_tuning.inc keeps them, every candidate measured). */
+   * (softmax_tuning.inc keeps them, every candidate measured), whose 18
+   * CTAs of 8 warps then halve (halve_ctas). */
   ck_assert_int_eq(tj_softmax_plan_for(&d, TJ_DTYPE_BF16, 128, 524288, NULL, &p), TJ_OK);
-  ck_assert_int_eq(p.split * p.cluster, 18);
+  ck_assert_int_eq(p.split * p.cluster, 36);
+  ck_assert_int_eq(p.num_warps, 4);
 }
 END_TEST
 
@@ -864,6 +896,7 @@ static Suite *softmax_suite(void) {
   TCase *api = tcase_create("api");
   tcase_add_test(api, plan_for_every_kind_of_shape);
   tcase_add_test(api, backward_plans);
+  tcase_add_test(api, halved_ctas_by_op);
   tcase_add_test(api, tuned_rows_lines);
   tcase_add_test(api, api_errors);
   suite_add_tcase(s, api);

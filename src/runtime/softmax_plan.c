@@ -347,6 +347,29 @@ static void cluster_pairs(const tj_device_info *d, int elem, int64_t rows, int64
   plan->split /= 2;
 }
 
+/* On sm_90, 16-bit rows over the grid in two rounds or more go in CTAs of
+ * half STAGE_THREADS, twice as many a row: each thread keeps the same
+ * share, and an SM holds twice the CTAs, of more rows, so that while some
+ * wait at their row's barrier more of the others move data. Measured on an
+ * H200 (bench/RESULTS.md II4-II6), time per call against the CTAs of 256,
+ * two or three rounds: bf16 128 x 524288 -6.2%, 64 x 2^20 -3.3%, 256 x
+ * 524288 -1.1 to -2.1%, 128 x 2^20 -0.5 to -2.1%; f16 256 x 524288 -1.0
+ * to -1.5%, 128 x 2^20 -0.4 to -1.0%; the masked softmax's bf16 128 x
+ * 2^20 -1.0%; rows at any phase (bf16 256 x 524288 at offset 1) within
+ * their spread. Not f32 (64 x 2^20 +0.6%, 256 x 262144 and 128 x 524288
+ * within their spread), nor log-softmax (bf16 128 x 2^20 +0.9%), nor one
+ * round (bf16 1 x 10^7 over 512 CTAs: +41%); the stashed rows
+ * (plan_partial) keep every CTA the device holds. */
+static void halve_ctas(const tj_device_info *d, tj_row_op op, int elem, int64_t rows,
+                       int64_t fill, tj_softmax_plan *plan) {
+  int64_t per_row = (int64_t)plan->cluster * plan->split;
+  if (d->arch != 90 || elem != 2 || op == TJ_ROW_LOG_SOFTMAX || plan->stash || plan->split < 2 ||
+      2 * plan->split > STAGE_THREADS / 2 || rows < 2 * (fill / per_row)) /* SPLIT <= threads */
+    return;
+  plan->split *= 2;
+  plan->num_warps = STAGE_THREADS / 64;
+}
+
 /* Measured CTAs for staged softmax rows of one BLOCK that fill the device
  * (softmax_tuning.inc's TUNED_ROWS lines, written by tools/tj-tune.py
  * --what rows where a shape beat the rules below by more than its margin):
@@ -420,9 +443,9 @@ static bool plan_one_cta(const tj_device_info *d, int elem, int64_t m, int64_t n
   return true;
 }
 
-static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int64_t n, int tiles,
-                        bool wide, bool aligned, tj_softmax_plan *plan) {
-  int elem = ir_dtype_size(dtype);
+static void plan_staged(const tj_device_info *d, tj_row_op op, tj_dtype dtype, int64_t m,
+                        int64_t n, bool wide, bool aligned, tj_softmax_plan *plan) {
+  int elem = ir_dtype_size(dtype), tiles = rt_row_tiles(op);
   int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
   if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80) return;
   if (bytes < STAGE_MIN_BYTES && n * tiles < STAGE_MIN_ELEMS) return;
@@ -444,6 +467,7 @@ static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int6
   if (ctas <= most && m * ctas >= (int64_t)d->sm_count) {
     plan->cluster = (int)ctas; /* one CTA, or a cluster */
     plan->split = 1;
+    plan->num_warps = STAGE_THREADS / 32;
   } else if (wide) {
     int64_t fill = staged_resident(d, STAGE_CTA_BYTES), rows = m > 0 ? m : 1;
     int64_t split = fill / rows > ctas ? fill / rows : ctas;
@@ -458,14 +482,16 @@ static void plan_staged(const tj_device_info *d, tj_dtype dtype, int64_t m, int6
       plan->cluster = 1;
       plan->split = (int)split;
     }
+    plan->num_warps = STAGE_THREADS / 32;
     if (tiles == 1) plan_pairs(d, rows, n, elem, plan);
     if (tiles == 1) cluster_pairs(d, elem, rows, fill, plan);
+    if (tiles == 1) halve_ctas(d, op, elem, rows, fill, plan);
   } else {
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
-  plan->num_warps = STAGE_THREADS / 32;
   int64_t held_by = plan->cluster * plan->split;
-  plan->stage = plan->stash ? STAGE_VALUES : fitted_stage(n, elem, held_by, STAGE_THREADS);
+  plan->stage =
+      plan->stash ? STAGE_VALUES : fitted_stage(n, elem, held_by, 32 * plan->num_warps);
 }
 
 /* Measured warps for one-CTA rows (softmax_tuning.inc, written by
@@ -678,7 +704,7 @@ tj_status rt_row_plan(const tj_device_info *device, tj_row_op op, tj_dtype dtype
    * 93.5-94.2 / 90.8-91.4, 2^20 76.3-76.4 / 78.9-80.8. */
   bool chosen = caller_chose(o);
   if (!o->stage && !chosen && (tiles == 1 || elem == 2))
-    plan_staged(device, dtype, m, n, tiles, wide, align >= 16, plan);
+    plan_staged(device, op, dtype, m, n, wide, align >= 16, plan);
   if (o->cluster) plan->cluster = o->cluster;
   if (o->split) plan->split = o->split;
   if (o->stage > 0) plan->stage = o->stage;
