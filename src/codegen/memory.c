@@ -748,7 +748,8 @@ bool cg_prefetchable(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
   const CgLayout *l = cg_layout_of(c, in->args[1]);
   int esize = pointee_size(c, in);
-  if (l->phased && (esize != 2 || c->spec->split > 1)) return false; /* stream.c */
+  bool wide_ctas = c->spec->split > 1 && c->spec->num_warps > 4; /* stream.c */
+  if (l->phased && (esize != 2 || wide_ctas)) return false;
   return c->arch >= 80 && cg_access_chunk(c, inst, l->vec) * esize == 16;
 }
 
