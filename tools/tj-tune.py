@@ -19,7 +19,8 @@ the grid: 16-bit rows in rounds on sm_90, whose CTAs the plan then makes
 128 threads, twice as many). The candidates are k0 (the plan's, from
 dump-ptx), k0 / 2 and 2 k0 (at least 2), each in a cluster (k <= 8) and
 over the grid, in CTAs of 256 threads at STAGE 32; the plan's own shape
-is measured as built. A TUNED_ROWS line is a shape of 256-thread CTAs. R rounds, medians compared as for the warps; the plan's shape stays
+is measured as built; a TUNED_ROWS line is a shape of 256-thread CTAs.
+R rounds, medians compared as for the warps; the plan's shape stays
 while it is within P points of the best (a comment line records the
 measurements), else the best replaces it: a TUNED_ROWS(arch, dtype, BLOCK,
 k, in a cluster) line, the measurements in its comment. The plan applies

@@ -466,14 +466,15 @@ CgOperand cg_stash_at(CgCtx *c, int inst, int *stride) {
  * pieces a capped stash does not keep (STASH) are loaded as before, with
  * no copies. It needs a load whose operands can be computed without other
  * loads or reductions. Phased rows (rows at any phase, phase.c) take it in
- * 16-bit kernels not split over the grid in CTAs of more than 4 warps:
- * with no alignment check left on their source, an H200 ran bf16 rows of
- * 32001 from 91.6% of copy to 93.7 and log-softmax's bf16 rows of 50257
- * from 87.2 to 92.2, where f32 rows of 32001 lost 2 points and grid splits
- * of 8-warp CTAs 1.5 (bench/RESULTS.md, FF2; X8 found no gain before);
- * grid splits of 4-warp CTAs (the plan's 16-bit rows in rounds) gained 2.5
- * to 3.3% of time, bf16 256 x 524288 at offset 1 82.5 to 85.1 (II9). An access at another phase than its source
- * copies nothing and writes its piece to the stash from its element path.
+ * 16-bit kernels, but for grid splits of CTAs over 4 warps: with no
+ * alignment check left on their source, an H200 ran bf16 rows of 32001
+ * from 91.6% of copy to 93.7 and log-softmax's bf16 rows of 50257 from
+ * 87.2 to 92.2, where f32 rows of 32001 lost 2 points and grid splits of
+ * 8-warp CTAs 1.5 (bench/RESULTS.md, FF2; X8 found no gain before); grid
+ * splits of 4-warp CTAs (the plan's 16-bit rows in rounds) gained 2.5 to
+ * 3.3% of time, bf16 256 x 524288 at offset 1 82.5 to 85.1 (II9). An
+ * access at another phase than its source copies nothing and writes its
+ * piece to the stash from its element path.
  * And it takes a phase with one such load only: softmax backward's 16-bit
  * rows, whose first phase loads y and dy, ran 9 points slower with both
  * copied on an H200 (X9), where softmax, log-softmax and the masked
