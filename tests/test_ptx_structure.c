@@ -502,6 +502,45 @@ START_TEST(partial_vectors_in_their_own_block) {
 }
 END_TEST
 
+/* Staged 16-bit rows at any phase over the grid copy their pieces ahead
+ * (cp.async, stream.c) in CTAs of at most 4 warps, as the plan gives rows
+ * in rounds; in CTAs of 8 they load through registers (bench/RESULTS.md
+ * FF2, II9). f32 rows at any phase never copy ahead. */
+START_TEST(phased_grid_rows_copy_ahead_in_small_ctas) {
+  static const struct {
+    tj_dtype dtype;
+    int warps;
+    bool copies;
+  } cases[] = {{TJ_DTYPE_BF16, 4, true},
+               {TJ_DTYPE_F16, 4, true},
+               {TJ_DTYPE_BF16, 8, false},
+               {TJ_DTYPE_F32, 4, false}};
+  tj_codegen_options co = {90, 0, 0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tj_program *p;
+    tj_spec *s;
+    char *ptx = NULL;
+    ck_assert_int_eq(tj_softmax_program(TJ_SOFTMAX_SINGLE, 524288, &p), TJ_OK);
+    tj_spec_options o = {.n = 524288,
+                         .num_warps = cases[i].warps,
+                         .dtype = cases[i].dtype,
+                         .align = 16,
+                         .phased = 1,
+                         .cluster = 2,
+                         .split = 16,
+                         .stage = 32};
+    ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
+    ck_assert_msg(tj_emit_ptx(s, &co, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+    ck_assert_ptr_nonnull(strstr(ptx, "PHASE=1"));
+    ck_assert_msg((ptx_count(ptx, "cp.async.cg.shared.global") > 0) == cases[i].copies,
+                  "case %zu: %d copies", i, ptx_count(ptx, "cp.async.cg.shared.global"));
+    tj_free(ptx);
+    tj_spec_destroy(s);
+    tj_program_destroy(p);
+  }
+}
+END_TEST
+
 /* STAGE (codegen/stream.c): a staged row streams in pieces whose loads go
  * to shared memory once and come back from there (on sm_90 copied there by
  * cp.async a piece ahead, on sm_75 through registers); its stash beyond 48
@@ -758,6 +797,7 @@ static Suite *suite(void) {
   tcase_add_test(t, i32_max_and_min_use_unsigned_keys);
   tcase_add_test(t, partial_vectors_in_their_own_block);
   tcase_add_test(t, staged_rows_keep_x_in_shared_memory);
+  tcase_add_test(t, phased_grid_rows_copy_ahead_in_small_ctas);
   tcase_add_test(t, grid_groups_of_odd_index_start_later);
   tcase_add_test(t, staged_plans_compile);
   suite_add_tcase(s, t);
