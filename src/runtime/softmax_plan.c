@@ -360,14 +360,14 @@ static void cluster_pairs(const tj_device_info *d, int elem, int64_t rows, int64
  * within their spread), nor log-softmax (bf16 128 x 2^20 +0.9%), nor one
  * round (bf16 1 x 10^7 over 512 CTAs: +41%); the stashed rows
  * (plan_partial) keep every CTA the device holds. */
-static void halve_ctas(const tj_device_info *d, tj_row_op op, int elem, int64_t rows,
+static bool halve_ctas(const tj_device_info *d, tj_row_op op, int elem, int64_t rows,
                        int64_t fill, tj_softmax_plan *plan) {
   int64_t per_row = (int64_t)plan->cluster * plan->split;
   if (d->arch != 90 || elem != 2 || op == TJ_ROW_LOG_SOFTMAX || plan->stash || plan->split < 2 ||
       2 * plan->split > STAGE_THREADS / 2 || rows < 2 * (fill / per_row)) /* SPLIT <= threads */
-    return;
+    return false;
   plan->split *= 2;
-  plan->num_warps = STAGE_THREADS / 64;
+  return true;
 }
 
 /* Measured CTAs for staged softmax rows of one BLOCK that fill the device
@@ -445,7 +445,7 @@ static bool plan_one_cta(const tj_device_info *d, int elem, int64_t m, int64_t n
 
 static void plan_staged(const tj_device_info *d, tj_row_op op, tj_dtype dtype, int64_t m,
                         int64_t n, bool wide, bool aligned, tj_softmax_plan *plan) {
-  int elem = ir_dtype_size(dtype), tiles = rt_row_tiles(op);
+  int elem = ir_dtype_size(dtype), tiles = rt_row_tiles(op), threads = STAGE_THREADS;
   int64_t bytes = n * tiles * elem, ctas = ceil_div(bytes, STAGE_CTA_BYTES);
   if (plan->which != TJ_SOFTMAX_SINGLE || d->arch < 80) return;
   if (bytes < STAGE_MIN_BYTES && n * tiles < STAGE_MIN_ELEMS) return;
@@ -467,7 +467,6 @@ static void plan_staged(const tj_device_info *d, tj_row_op op, tj_dtype dtype, i
   if (ctas <= most && m * ctas >= (int64_t)d->sm_count) {
     plan->cluster = (int)ctas; /* one CTA, or a cluster */
     plan->split = 1;
-    plan->num_warps = STAGE_THREADS / 32;
   } else if (wide) {
     int64_t fill = staged_resident(d, STAGE_CTA_BYTES), rows = m > 0 ? m : 1;
     int64_t split = fill / rows > ctas ? fill / rows : ctas;
@@ -482,16 +481,15 @@ static void plan_staged(const tj_device_info *d, tj_row_op op, tj_dtype dtype, i
       plan->cluster = 1;
       plan->split = (int)split;
     }
-    plan->num_warps = STAGE_THREADS / 32;
     if (tiles == 1) plan_pairs(d, rows, n, elem, plan);
     if (tiles == 1) cluster_pairs(d, elem, rows, fill, plan);
-    if (tiles == 1) halve_ctas(d, op, elem, rows, fill, plan);
+    if (tiles == 1 && halve_ctas(d, op, elem, rows, fill, plan)) threads /= 2;
   } else {
     return; /* few rows one CTA holds: one CTA a row, as above */
   }
+  plan->num_warps = threads / 32;
   int64_t held_by = plan->cluster * plan->split;
-  plan->stage =
-      plan->stash ? STAGE_VALUES : fitted_stage(n, elem, held_by, 32 * plan->num_warps);
+  plan->stage = plan->stash ? STAGE_VALUES : fitted_stage(n, elem, held_by, threads);
 }
 
 /* Measured warps for one-CTA rows (softmax_tuning.inc, written by
@@ -585,6 +583,12 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
   plan->block = fitted_block(plan, ir_dtype_size(dtype), n, tiles, how);
 }
 
+/* Whether the caller chose the CTAs (warps, cluster, split) or the NVRTC
+ * backend, whose kernels the plan then leaves unstaged. */
+static bool caller_chose(const tj_softmax_options *o) {
+  return o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
+}
+
 /* Rows at one phase are phased where the code generator phases: one
  * tile, no grid split unless staged. A phased kernel needs a few registers
  * more than the 64 a thread of a 1024-thread CTA has (ptxas spilled 12
@@ -607,12 +611,6 @@ void rt_softmax_fit_block(tj_softmax_plan *plan, tj_dtype dtype, int64_t n, int 
  * log-softmax and masked softmax keep the staged CTA (f16 11000 at offset
  * 3 95.7 / 94.0, masked 10500 110.6 / 90.7 of the bytes the mask leaves).
  * Aligned rows gain nothing so (12352 99.7 / 98.3, 16384 96.6 / 94.6). */
-/* Whether the caller chose the CTAs (warps, cluster, split) or the NVRTC
- * backend, whose kernels the plan then leaves unstaged. */
-static bool caller_chose(const tj_softmax_options *o) {
-  return o->num_warps || o->cluster || o->split || o->backend == TJ_BACKEND_NVRTC;
-}
-
 #define PHASED_REPS       10
 #define PHASED_WIDER_REPS 6
 static void phased_cta(const tj_device_info *device, tj_softmax_plan *plan, tj_row_op op, int elem,
