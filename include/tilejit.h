@@ -291,6 +291,10 @@ typedef struct tj_spec_options {
                          takes; 0 = all its share needs. It keeps the first pieces that
                          fit; later phases read the others from memory again, the last
                          ones first (the likeliest to be still in L2) */
+  int multiple;       /* DIV: every i32 parameter (a size such as n) is a multiple of this,
+                         1, 2, 4, 8 or 16; 0 = 1, nothing assumed. A mask arange + s < n
+                         whose s and n are multiples of the vector width then holds or
+                         drops whole vectors, so no vector moves element by element */
 } tj_spec_options;
 
 /* next_pow2(n) for n >= 1 (1 for n <= 1). */

@@ -158,7 +158,7 @@ class _SpecOptions(ctypes.Structure):
                 ("dtype", ctypes.c_int), ("align", ctypes.c_int), ("cluster", ctypes.c_int),
                 ("split", ctypes.c_int), ("bindings", ctypes.c_void_p),
                 ("binding_count", ctypes.c_int), ("phased", ctypes.c_int),
-                ("stage", ctypes.c_int), ("stash", ctypes.c_int)]
+                ("stage", ctypes.c_int), ("stash", ctypes.c_int), ("multiple", ctypes.c_int)]
 
 
 class _CodegenOptions(ctypes.Structure):

@@ -453,6 +453,59 @@ END_TEST
  * over (one per vector for rows of one warp at any phase: memory.c), and
  * the mask computed again at the store (no predicate lives from the loads
  * to the stores); the kernel asks ptxas for its CTAs per SM. */
+/* The PTX of softmax for n as planned, with DIV = multiple. */
+static char *div_ptx(tj_softmax_template which, tj_dtype dtype, int64_t n, int multiple) {
+  tj_program *p;
+  tj_spec *s;
+  tj_spec_options o;
+  char *ptx = NULL;
+  ck_assert_int_eq(tj_softmax_program(which, n, &p), TJ_OK);
+  ck_assert_int_eq(softmax_spec_options(which, dtype, 64, n, 0, 0, &o), TJ_OK);
+  o.align = 16;
+  o.multiple = multiple;
+  ck_assert_msg(tj_specialize(p, &o, &s) == TJ_OK, "%s", tj_program_error(p));
+  ck_assert_msg(tj_emit_ptx(s, NULL, &ptx, NULL) == TJ_OK, "%s", tj_spec_error(s));
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+  return ptx;
+}
+
+/* Where n is a multiple of the vector (DIV, as tj_softmax specializes),
+ * the mask arange < n holds or drops whole vectors: no element moves alone
+ * and no block for a partial vector, in one CTA, lane groups, a staged row
+ * over the grid and the online template's loop; with DIV under the vector
+ * the block stays. */
+START_TEST(whole_vectors_where_n_is_a_multiple) {
+  static const struct {
+    tj_softmax_template which;
+    tj_dtype dtype;
+    int64_t n;
+    int multiple;
+  } cases[] = {{TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 4},
+               {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 200, 4},
+               {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1000, 8},
+               {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1048576, 8},
+               {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1048576, 16},
+               {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 4}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *whole = div_ptx(cases[i].which, cases[i].dtype, cases[i].n, cases[i].multiple);
+    char *parts = div_ptx(cases[i].which, cases[i].dtype, cases[i].n, 1);
+    int half_vector = cases[i].dtype == TJ_DTYPE_F32 ? 2 : 4;
+    char *fewer = div_ptx(cases[i].which, cases[i].dtype, cases[i].n, half_vector);
+    const char *scalar = cases[i].dtype == TJ_DTYPE_F32 ? "ld.global.f32" : "ld.global.b16";
+    ck_assert_msg(ptx_count(whole, "$Lpart_") == 0 && ptx_count(whole, scalar) == 0, "case %zu",
+                  i);
+    ck_assert_msg(strstr(whole, " DIV=") != NULL, "case %zu", i);
+    ck_assert_msg(ptx_count(parts, "bra $Lpart_") >= 2 && ptx_count(fewer, "bra $Lpart_") >= 2,
+                  "case %zu", i);
+    ck_assert_msg(strlen(whole) < strlen(parts), "case %zu", i);
+    tj_free(whole);
+    tj_free(parts);
+    tj_free(fewer);
+  }
+}
+END_TEST
+
 START_TEST(partial_vectors_in_their_own_block) {
   char *ptx =
       make(&(SoftmaxConfig){TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1024, 0, 0, 16, 90, 0, 0}, NULL);
@@ -796,6 +849,7 @@ static Suite *suite(void) {
   tcase_add_test(t, tile_by_scalar_division_is_one_reciprocal);
   tcase_add_test(t, i32_max_and_min_use_unsigned_keys);
   tcase_add_test(t, partial_vectors_in_their_own_block);
+  tcase_add_test(t, whole_vectors_where_n_is_a_multiple);
   tcase_add_test(t, staged_rows_keep_x_in_shared_memory);
   tcase_add_test(t, phased_grid_rows_copy_ahead_in_small_ctas);
   tcase_add_test(t, grid_groups_of_odd_index_start_later);

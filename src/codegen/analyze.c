@@ -12,7 +12,7 @@
  *               parameter is ALIGN-byte aligned, and every i64 parameter (a
  *               row stride, in elements) times the widest pointee's size is
  *               a multiple of ALIGN. i32 parameters (sizes such as n) are
- *               assumed nothing of.
+ *               multiples of DIV (tj_spec_options.multiple, 1 unless given).
  *   align       the guaranteed byte alignment of each pointer.
  *   uniform     equal in every program instance of a CTA (needed to let
  *               instances share a CTA around loops that hold reductions).
@@ -263,7 +263,8 @@ static int pow2_of(const Pass *a, const IrInst *in) {
   tj_type t = type_of(a, in->result);
   switch ((tj_op)in->op) {
   case TJ_OP_CONST: return is_int((tj_elem)t.elem) ? ctz64((int64_t)in->fimm) : 0;
-  case TJ_OP_PARAM: return t.elem == TJ_I64 ? pow2_param(a) : 0;
+  case TJ_OP_PARAM:
+    return t.elem == TJ_I64 ? pow2_param(a) : t.elem == TJ_I32 ? log2i(a->c->spec->multiple) : 0;
   case TJ_OP_ARANGE: return CG_POW2_MAX;
   case TJ_OP_ADD:
   case TJ_OP_SUB:

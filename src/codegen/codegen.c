@@ -61,15 +61,16 @@ static void entry_name(const tj_program *p, char *out, size_t size) {
 /* The prologue template with its @NAME@ placeholders filled in. */
 static void prologue(const CgCtx *c, TjBuf *out) {
   const CgArch *a = cg_arch_find(c->arch);
-  char version[16], comment[256], stage[48] = "";
+  char version[16], comment[256], stage[48] = "", div[16] = "";
   snprintf(version, sizeof version, "%d.%d", c->ptx / 10, c->ptx % 10);
   if (c->spec->stash)
     snprintf(stage, sizeof stage, " STAGE=%d STASH=%d", c->spec->stage, c->spec->stash);
   else if (c->spec->stage)
     snprintf(stage, sizeof stage, " STAGE=%d", c->spec->stage);
-  snprintf(comment, sizeof comment, "%s DTYPE=%s BLOCK=%lld NUM_WARPS=%d ALIGN=%d%s%s", c->p->name,
-           ir_dtype_name(c->spec->dtype), (long long)c->spec->block, c->spec->num_warps,
-           c->spec->align, c->spec->phased ? " PHASE=1" : "", stage);
+  if (c->spec->multiple > 1) snprintf(div, sizeof div, " DIV=%d", c->spec->multiple);
+  snprintf(comment, sizeof comment, "%s DTYPE=%s BLOCK=%lld NUM_WARPS=%d ALIGN=%d%s%s%s",
+           c->p->name, ir_dtype_name(c->spec->dtype), (long long)c->spec->block,
+           c->spec->num_warps, c->spec->align, c->spec->phased ? " PHASE=1" : "", stage, div);
   const char *names[] = {"@VERSION@", "@TARGET@", "@PROGRAM@"};
   const char *values[] = {version, a->target, comment};
   for (const char *s = tj_template_ptx_prologue; *s;) {

@@ -37,7 +37,9 @@
  *   $Lpart_K:
  *
  * (In a phased layout lane 0's first vector may wrap: its elements move
- * in two parts there, wrapping_vector's.)
+ * in two parts there, wrapping_vector's.) Where the mask's affine starts
+ * and bounds are multiples of the vector (DIV, analyze.c: n % VEC == 0 in
+ * softmax), no vector is partial and there is no such block: `whole`.
  *
  * A staged load's first phase on sm_80 and later (stream.c's prefetch)
  * copies its whole vectors into the stash with cp.async instead, under the
@@ -68,6 +70,7 @@ typedef struct Access {
   CgOperand ptr;
   int offsets, mask; /* values (mask: IR_NONE when there is none) */
   bool affine, monotone;
+  bool whole;        /* the mask holds or drops whole vectors (whole_runs) */
   CgOperand addr0;   /* affine: address of the thread's first element */
   CgOperand *addrs;  /* otherwise: per slot */
   bool remat;        /* the mask is computed again here (a monotone tile mask) */
@@ -91,6 +94,29 @@ static int log2i(int64_t v) {
     n++;
   }
   return n;
+}
+
+static bool one_value(const CgCtx *c, int v) {
+  return c->facts.form[v] == CG_FORM_SCALAR || c->facts.form[v] == CG_FORM_SPLAT;
+}
+
+/* Whether monotone mask `value` is true or false on whole runs of `chunk`
+ * elements from the tile's start: one value, an upper bound of an affine
+ * tile (arange + s < n, or n > arange + s) whose start s and bound n are
+ * multiples of chunk, or and/or of such masks. (<= and >= are not: n + 1
+ * would have to be the multiple.) */
+static bool whole_runs(const CgCtx *c, int value, int chunk) {
+  if (one_value(c, value)) return true;
+  const IrInst *in = &c->p->insts[c->p->defs[value]];
+  const int32_t *x = in->args;
+  int need = log2i(chunk);
+  switch ((tj_op)in->op) {
+  case TJ_OP_AND:
+  case TJ_OP_OR: return whole_runs(c, x[0], chunk) && whole_runs(c, x[1], chunk);
+  case TJ_OP_LT:
+  case TJ_OP_GT: return c->facts.pow2[x[0]] >= need && c->facts.pow2[x[1]] >= need;
+  default: return false;
+  }
 }
 
 static int pointee_size(const CgCtx *c, const IrInst *in) {
@@ -182,6 +208,7 @@ static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
   a->mask = in->nargs > mask_arg ? in->args[mask_arg] : IR_NONE;
   a->monotone = a->mask != IR_NONE && c->facts.monotone[a->mask];
   a->remat = a->mask != IR_NONE && c->facts.remat[a->mask];
+  a->whole = a->monotone && !a->l->phased && whole_runs(c, a->mask, a->chunk);
   a->affine = c->facts.form[a->offsets] == CG_FORM_AFFINE;
   if (a->affine) {
     /* Once: a later stream phase's load of the source (on one branch of a
@@ -219,10 +246,6 @@ typedef struct Preds {
   CgOperand part[MAX_CHUNK];
   bool has_part[MAX_CHUNK];
 } Preds;
-
-static bool one_value(const CgCtx *c, int v) {
-  return c->facts.form[v] == CG_FORM_SCALAR || c->facts.form[v] == CG_FORM_SPLAT;
-}
 
 static CgOperand and_not(CgCtx *c, CgOperand a, CgOperand b) {
   CgOperand d = cg_reg(&c->em, CG_PRED);
@@ -333,7 +356,7 @@ static Preds chunk_preds(Access *a, int k0, int n) {
   for (int v = 0; v < n - 1 && !a->monotone; v++) p.full = cg_and_pred(c, p.full, m[v]);
   if (wraps) p.full = but_not(c, p.full, a->w0);
   for (int v = 0; v < n && n > 1; v++) {
-    if (a->monotone && v == n - 1 && !wraps) continue;
+    if (a->monotone && (v == n - 1 || a->whole) && !wraps) continue;
     p.part[v] = and_not(c, m[v], p.full);
     p.has_part[v] = true;
   }
@@ -449,7 +472,7 @@ static void partial_vectors(Access *a, const Preds *p, int q0, int q1, MoveEleme
 static void partial_block(Access *a, const Preds *p, int chunks, MoveElement move,
                           const CgOperand *regs, const CgOperand *words) {
   CgCtx *c = a->c;
-  if (!a->remat || a->chunk == 1) return;
+  if (!a->remat || a->chunk == 1 || a->whole) return;
   if (c->streamed || !a->l->phased) {
     partial_vectors(a, p, 0, chunks, move, regs, words);
     return;
@@ -635,7 +658,7 @@ static void load_vectors(Access *a, CgOperand *dst, const CgOperand *joined) {
   for (int q = 0; q < chunks; q++)
     for (int v = 0; v < n; v++) parts |= p[q].has_part[v];
   CgOperand *halves = dst; /* packed: only where some element moves alone */
-  if (packed && (parts || a->remat)) {
+  if (packed && (parts || (a->remat && !a->whole))) {
     if (!(halves = cg_new_slots(c, chunks * n))) return;
     for (int k = 0; k < chunks * n; k++) halves[k] = cg_reg(&c->em, CG_B16);
   }

@@ -290,6 +290,7 @@ struct tj_spec {
   bool phased; /* vectors from each instance's own 16-byte phase (tj_spec_options) */
   int stage;   /* STAGE, 0: none (tj_spec_options) */
   int stash;   /* STASH: the stash's most bytes a CTA, 0: all it needs */
+  int multiple; /* DIV: every i32 parameter is a multiple of it, >= 1 (tj_spec_options) */
   char error[TJ_ERROR_MAX];
 };
 

@@ -9,7 +9,7 @@
  *   tilejit 0.1.0|softmax#1f2e3d4c5b6a7988|DTYPE=f32|BLOCK=1024|NUM_WARPS=4|
  *   ALIGN=16|CLUSTER=1|SPLIT=1
  * on one line (|PHASE=1 follows for a phased specialization, |STAGE=k for
- * a staged one) and the key's 64-bit FNV-1a hash. The runtime adds arch, ISA, backend and
+ * a staged one, |DIV=k where i32 parameters are multiples of k) and the key's 64-bit FNV-1a hash. The runtime adds arch, ISA, backend and
  * context to it to form its cache key.
  */
 #include "ir/ir.h"
@@ -76,6 +76,9 @@ static tj_status check_options(tj_program *p, const tj_spec_options *o) {
   if (o->align && (!is_pow2(o->align) || o->align > 16))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: align %d is not 1, 2, 4, 8 or 16",
                    o->align);
+  if (o->multiple && (!is_pow2(o->multiple) || o->multiple > 16))
+    return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: multiple %d is not 1, 2, 4, 8 or 16",
+                   o->multiple);
   if (o->binding_count < 0 || (o->binding_count > 0 && !o->bindings))
     return ir_fail(p, TJ_ERR_INVALID_ARGUMENT, "specialize: bad binding list");
   return TJ_OK;
@@ -96,6 +99,7 @@ static tj_status bind_all(tj_program *p, tj_program *s, const tj_spec_options *o
   spec->phased = o->phased != 0;
   spec->stage = o->stage;
   spec->stash = o->stash;
+  spec->multiple = o->multiple ? o->multiple : 1;
   bind(s, TJ_CONST_BLOCK, spec->block);
   bind(s, TJ_CONST_NUM_WARPS, spec->num_warps);
   bind(s, TJ_CONST_ALIGN, spec->align);
@@ -158,6 +162,7 @@ static char *make_key(const tj_program *p, tj_program *s, const tj_spec *spec) {
   if (spec->phased) buf_printf(&key, "|PHASE=1");
   if (spec->stage) buf_printf(&key, "|STAGE=%d", spec->stage);
   if (spec->stash) buf_printf(&key, "|STASH=%d", spec->stash);
+  if (spec->multiple > 1) buf_printf(&key, "|DIV=%d", spec->multiple);
   return buf_take(&key); /* NULL if any of it was dropped */
 }
 
