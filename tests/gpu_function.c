@@ -93,25 +93,28 @@ START_TEST(each_variant_compiles_once_and_runs_right) {
   Fixture *fx = calloc(1, sizeof *fx);
   ck_assert(fx);
   setup(fx);
-  run_rows(fx, 32, 32, 0, NULL); /* ALIGN 16, BLOCK 32 */
+  run_rows(fx, 32, 32, 0, NULL); /* ALIGN 16, BLOCK 32, n a multiple of 4: DIV 4 */
   ck_assert_int_eq(tj_function_variants(fx->f), 1);
-  run_rows(fx, 31, 32, 0, NULL); /* the same variant: BLOCK 32, 128-byte rows */
-  ck_assert_int_eq(tj_function_variants(fx->f), 1);
-  run_rows(fx, 31, 31, 0, NULL); /* 124-byte rows: ALIGN 4 */
+  run_rows(fx, 31, 32, 0, NULL); /* BLOCK 32, 128-byte rows, n no multiple of 4: DIV 1 */
   ck_assert_int_eq(tj_function_variants(fx->f), 2);
+  run_rows(fx, 30, 32, 0, NULL); /* the same variant */
+  run_rows(fx, 28, 32, 0, NULL); /* and DIV 4's */
+  ck_assert_int_eq(tj_function_variants(fx->f), 2);
+  run_rows(fx, 31, 31, 0, NULL); /* 124-byte rows: ALIGN 4 */
+  ck_assert_int_eq(tj_function_variants(fx->f), 3);
   run_rows(fx, 1000, 1040, 1, NULL); /* x and y one float past 16 bytes: ALIGN 4, BLOCK 1024,
                                         phased */
-  ck_assert_int_eq(tj_function_variants(fx->f), 3);
-  run_rows(fx, 1000, 1040, 2, NULL); /* ALIGN 8 */
-  run_rows(fx, 1000, 1040, 0, NULL); /* ALIGN 16 */
+  ck_assert_int_eq(tj_function_variants(fx->f), 4);
+  run_rows(fx, 1000, 1040, 2, NULL); /* ALIGN 8, DIV 2 */
+  run_rows(fx, 1000, 1040, 0, NULL); /* ALIGN 16, DIV 4 */
   run_rows(fx, 1, 1, 0, NULL);
-  ck_assert_int_eq(tj_function_variants(fx->f), 6);
+  ck_assert_int_eq(tj_function_variants(fx->f), 7);
   run_rows_at(fx, 1000, 1040, 1, 3, NULL); /* x and y at two phases: ALIGN 4, not phased */
-  ck_assert_int_eq(tj_function_variants(fx->f), 7);
+  ck_assert_int_eq(tj_function_variants(fx->f), 8);
   run_rows(fx, 1000, 1001, 3, NULL); /* a phase a row, x's and y's alike: the phased one */
-  ck_assert_int_eq(tj_function_variants(fx->f), 7);
+  ck_assert_int_eq(tj_function_variants(fx->f), 8);
   run_rows(fx, 31, 31, 0, NULL);
-  ck_assert_int_eq(tj_function_variants(fx->f), 7);
+  ck_assert_int_eq(tj_function_variants(fx->f), 8);
   teardown(fx);
   free(fx);
 }

@@ -3,7 +3,8 @@
  * what the kernel's specialization assumed (runtime/assume.c), without a
  * GPU: the assumptions derived from specs, and the check tj_launch runs
  * before anything is launched, on the embedding scenario (a user's
- * log-softmax specialized with align = 16, launched on rows of 31 floats).
+ * log-softmax specialized with align = 16, launched on rows of 31 floats),
+ * and DIV (tj_spec_options.multiple), which holds every i32 argument.
  * The GPU half, where the refused launch leaves the context working, is in
  * gpu_errors.c.
  */
@@ -14,16 +15,21 @@
 #include <check.h>
 #include <string.h>
 
-static tj_spec *spec_of(int align, int phased, tj_program **p) {
+static tj_spec *spec_div(int align, int phased, int multiple, tj_program **p) {
   tj_spec *s;
   ck_assert_msg(tj_program_parse(logsoftmax_text, strlen(logsoftmax_text), p) == TJ_OK, "%s",
                 tj_program_error(*p));
-  tj_spec_options o = {.n = 31, .dtype = TJ_DTYPE_F32, .align = align, .phased = phased};
+  tj_spec_options o = {
+      .n = 31, .dtype = TJ_DTYPE_F32, .align = align, .phased = phased, .multiple = multiple};
   ck_assert_msg(tj_specialize(*p, &o, &s) == TJ_OK, "%s", tj_program_error(*p));
   return s;
 }
 
-/* y, x, stride, n, tag */
+static tj_spec *spec_of(int align, int phased, tj_program **p) {
+  return spec_div(align, phased, 0, p);
+}
+
+/* y, x, stride, n = 31, tag */
 static void args_of(tj_arg *a, uint64_t y, uint64_t x, int64_t stride, int64_t tag) {
   a[0] = (tj_arg){TJ_ARG_INT, {.i = (int64_t)y}, 0};
   a[1] = (tj_arg){TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)x}, 0};
@@ -128,6 +134,64 @@ START_TEST(offsets_through_a_loop_are_found) {
 }
 END_TEST
 
+/* DIV = 4: n (the i32) must be a multiple of 4, the i64 tag stays free;
+ * the multiple a launch allows is the vector's elements at its ALIGN where
+ * n is theirs, else 1; the key and the PTX's header name it. */
+START_TEST(div_holds_every_i32_argument) {
+  tj_program *p, *q;
+  tj_spec *s = spec_div(16, 0, 4, &p), *plain = spec_of(16, 0, &q);
+  RtAssume a, free_n;
+  rt_assume_from_spec(s, &a);
+  rt_assume_from_spec(plain, &free_n);
+  ck_assert_uint_eq(a.mask[3], 3);
+  ck_assert_uint_eq(a.mask[4], 0);
+  ck_assert_uint_eq(free_n.mask[3], 0);
+  tj_arg args[5];
+  args_of(args, 0x20000, 0x10000, 32, 5);
+  char why[512] = "";
+  ck_assert_int_eq(rt_assume_check(&a, args, 5, why, sizeof why), TJ_ERR_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(why, "argument 3 (n) = 31") && strstr(why, "multiple of 4") &&
+                    strstr(why, "DIV = 4"),
+                "%s", why);
+  ck_assert_int_eq(rt_assume_check(&free_n, args, 5, why, sizeof why), TJ_OK);
+  ck_assert_int_eq(rt_assume_multiple(&free_n, args, 5, 16), 1); /* 31 */
+  args[3].u.i = 32;
+  ck_assert_int_eq(rt_assume_check(&a, args, 5, why, sizeof why), TJ_OK);
+  ck_assert_int_eq(rt_assume_multiple(&free_n, args, 5, 16), 4);
+  ck_assert_int_eq(rt_assume_multiple(&free_n, args, 5, 8), 2);
+  ck_assert_int_eq(rt_assume_multiple(&free_n, args, 5, 4), 1);
+  args[3].u.i = 1000; /* 4 x 250 */
+  ck_assert_int_eq(rt_assume_multiple(&free_n, args, 5, 16), 4);
+  args[3].u.i = 1002;
+  ck_assert_int_eq(rt_assume_multiple(&free_n, args, 5, 16), 1);
+  ck_assert_int_eq(rt_size_multiple(1000, 16, 4), 4);
+  ck_assert_int_eq(rt_size_multiple(1000, 16, 2), 8);
+  ck_assert_int_eq(rt_size_multiple(1004, 16, 2), 1);
+  ck_assert_int_eq(rt_size_multiple(1000, 2, 2), 1);
+  ck_assert_ptr_nonnull(strstr(tj_spec_key(s), "|DIV=4"));
+  ck_assert_ptr_null(strstr(tj_spec_key(plain), "DIV"));
+  tj_spec_destroy(s);
+  tj_spec_destroy(plain);
+  tj_program_destroy(p);
+  tj_program_destroy(q);
+}
+END_TEST
+
+/* DIV is 1, 2, 4, 8 or 16. */
+START_TEST(div_is_a_power_of_two_up_to_16) {
+  static const int bad[] = {3, 6, 32, -4};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tj_program *p;
+    tj_spec *s = NULL;
+    ck_assert_int_eq(tj_program_parse(logsoftmax_text, strlen(logsoftmax_text), &p), TJ_OK);
+    tj_spec_options o = {.n = 31, .dtype = TJ_DTYPE_F32, .align = 16, .multiple = bad[i]};
+    ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tj_program_error(p), "multiple"), "%s", tj_program_error(p));
+    tj_program_destroy(p);
+  }
+}
+END_TEST
+
 Suite *suite(void) {
   Suite *s = suite_create("launch_checks");
   TCase *t = tcase_create("assume");
@@ -135,6 +199,8 @@ Suite *suite(void) {
   tcase_add_test(t, smaller_align_and_phased_assume_less);
   tcase_add_test(t, no_assumptions_check_nothing);
   tcase_add_test(t, offsets_through_a_loop_are_found);
+  tcase_add_test(t, div_holds_every_i32_argument);
+  tcase_add_test(t, div_is_a_power_of_two_up_to_16);
   suite_add_tcase(s, t);
   return s;
 }

@@ -16,6 +16,7 @@
  * phased (codegen/phase.c) whatever their alignment.
  */
 #include "codegen/codegen.h"
+#include "runtime/runtime.h" /* rt_size_multiple */
 #include "support.h"
 #include "support_ptxsim.h"
 #include "support_randprog.h"
@@ -74,6 +75,9 @@ static void run_softmax(const Case *k) {
   ck_assert_int_eq(softmax_spec_options(k->which, k->dtype, 65536, k->n, 0, 0, &o), TJ_OK);
   o.num_warps = k->warps;
   o.align = k->align;
+  /* DIV as tj_softmax takes it: the vector's elements where n is their multiple */
+  int elem = (int)dtype_bytes(k->dtype);
+  o.multiple = rt_size_multiple(k->n, k->align ? k->align : elem, elem);
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
   int64_t per = k->align ? k->align / (int64_t)dtype_bytes(k->dtype) : 0;
   int64_t rows = 11, stride = per > 1 ? (k->n + per) / per * per : k->n + 3;

@@ -299,6 +299,8 @@ int main(int argc, char **argv) {
   }
   so.align = o.align;
   so.phased = o.phased;
+  if (o.mode == MODE_SOFTMAX && !o.phased) /* as tj_softmax specializes on n */
+    so.multiple = rt_size_multiple(o.n, o.align, ir_dtype_size((tj_dtype)o.dtype));
   so.bindings = o.bindings;
   so.binding_count = o.nbindings;
   tj_spec *s = NULL;

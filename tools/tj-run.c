@@ -364,7 +364,7 @@ static void written(const Options *o, const Param *q) {
  * the widest pointee is no multiple of it. */
 static int buffer_align(const Options *o, const tj_program *p) {
   RtAssume a; /* its widest pointee, as tj_launch's checks count it */
-  rt_assume_of(p, (tj_dtype)o->dtype, 16, &a);
+  rt_assume_of(p, (tj_dtype)o->dtype, 16, 1, &a);
   int widest = a.widest > 1 ? a.widest : 1, align = 16;
   while (align > widest && (o->stride * widest) % align) align /= 2;
   return align;

@@ -10,7 +10,9 @@
  * own work) unusable, so tj_launch refuses it first, naming the argument
  * and the assumption. Only i64 parameters that reach an address (an offset
  * of ptr_add, load or store, through any arithmetic) are held to it: others
- * do not change the code. The check is a mask test per argument.
+ * do not change the code. Every i32 parameter is held to DIV (a size that
+ * is not its multiple would make the last vector of a row move whole, past
+ * the row's end). The check is a mask test per argument.
  */
 #include "codegen/codegen.h" /* cg_elem_size */
 #include "runtime/runtime.h"
@@ -44,6 +46,7 @@ static void mark_address_inputs(const tj_program *p, uint8_t *feeds) {
 
 /* Each pointer parameter's element size (DTYPE as dtype), and the widest. */
 static void pointees(const tj_program *p, tj_dtype dtype, RtAssume *out) {
+  out->narrowest = 16;
   for (int i = 0; i < p->ninsts; i++) {
     const IrInst *in = &p->insts[i];
     int at = (int)in->iimm;
@@ -53,12 +56,14 @@ static void pointees(const tj_program *p, tj_dtype dtype, RtAssume *out) {
     int size = t.elem == TJ_DTYPE ? ir_dtype_size(dtype) : cg_elem_size((tj_elem)t.elem);
     out->pointee[at] = (uint8_t)size;
     if (size > out->widest) out->widest = size;
+    if (size < out->narrowest) out->narrowest = size;
   }
 }
 
-void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out) {
+void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, int multiple, RtAssume *out) {
   memset(out, 0, sizeof *out);
   out->align = align;
+  out->multiple = multiple > 1 ? multiple : 1;
   pointees(p, dtype, out);
   uint8_t *feeds = tj_alloc((size_t)p->nvalues + 1);
   if (!feeds) return; /* no checks rather than a failed compile */
@@ -68,18 +73,41 @@ void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out)
     int at = (int)in->iimm;
     if (in->op != TJ_OP_PARAM || at < 0 || at >= RT_MAX_PARAMS) continue;
     tj_type t = p->types[in->result];
-    uint32_t multiple = 1;
-    if (t.shape == TJ_POINTER) multiple = (uint32_t)align;
+    uint32_t held = 1;
+    if (t.shape == TJ_POINTER) held = (uint32_t)align;
     if (t.shape == TJ_SCALAR && t.elem == TJ_I64 && feeds[in->result] && out->widest)
-      multiple = (uint32_t)(align / out->widest > 1 ? align / out->widest : 1);
-    out->mask[at] = multiple - 1;
+      held = (uint32_t)(align / out->widest > 1 ? align / out->widest : 1);
+    out->size[at] = t.shape == TJ_SCALAR && t.elem == TJ_I32;
+    if (out->size[at]) held = (uint32_t)out->multiple;
+    out->mask[at] = held - 1;
     snprintf(out->names[at], sizeof out->names[at], "%s", p->params[at]);
   }
   tj_free(feeds);
 }
 
 void rt_assume_from_spec(const tj_spec *s, RtAssume *out) {
-  rt_assume_of(s->prog, s->dtype, s->align, out);
+  rt_assume_of(s->prog, s->dtype, s->align, s->multiple, out);
+}
+
+static int vector_elems(int align, int narrowest) {
+  int bytes = align < 16 ? align : 16;
+  return narrowest > 0 && bytes / narrowest > 1 ? bytes / narrowest : 1;
+}
+
+int rt_size_multiple(int64_t n, int align, int elem) {
+  int v = vector_elems(align, elem);
+  return v > 1 && n % v == 0 ? v : 1;
+}
+
+int rt_assume_multiple(const RtAssume *a, const tj_arg *args, int count, int align) {
+  int v = vector_elems(align, a->narrowest);
+  bool sizes = false;
+  for (int i = 0; i < count && i < RT_MAX_PARAMS && v > 1; i++) {
+    if (!a->size[i]) continue;
+    sizes = true;
+    if (args[i].kind != TJ_ARG_INT || args[i].u.i % v != 0) v = 1;
+  }
+  return sizes ? v : 1;
 }
 
 tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char *why,
@@ -89,7 +117,12 @@ tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char
     uint64_t v = args[i].kind == TJ_ARG_PTR ? (uint64_t)(uintptr_t)args[i].u.ptr
                                             : (uint64_t)args[i].u.i;
     if (!(v & a->mask[i])) continue;
-    if (a->pointee[i])
+    if (a->size[i])
+      snprintf(why, size,
+               "argument %d (%s) = %lld is not a multiple of %u, which the kernel was "
+               "specialized for (DIV = %d): specialize with a smaller multiple",
+               i, a->names[i], (long long)args[i].u.i, a->mask[i] + 1, a->multiple);
+    else if (a->pointee[i])
       snprintf(why, size,
                "argument %d (%s) = %#llx is not %u-byte aligned, as the kernel was specialized "
                "for (ALIGN = %d): specialize with a smaller align, or phased",

@@ -88,6 +88,7 @@ tj_spec_options rt_variant_options(const tj_function *f, const RtVariantKey *k) 
                            .dtype = f->options.dtype,
                            .align = k->align,
                            .phased = k->phased,
+                           .multiple = k->multiple,
                            .cluster = k->cluster,
                            .split = k->split,
                            .stage = k->stage,
@@ -144,7 +145,7 @@ tj_status rt_function_new(tj_context *ctx, const tj_program *p, const tj_functio
     destroy(f);
     return st;
   }
-  rt_assume_of(f->prog, o->dtype, 16, &f->assume);
+  rt_assume_of(f->prog, o->dtype, 16, 1, &f->assume);
   *out = f;
   return TJ_OK;
 }
@@ -251,7 +252,7 @@ bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int
 
 static bool same(const RtVariantKey *a, const RtVariantKey *b) {
   return a->align == b->align && a->block == b->block && a->phased == b->phased &&
-         a->num_warps == b->num_warps && a->cluster == b->cluster && a->split == b->split &&
+         a->multiple == b->multiple && a->num_warps == b->num_warps && a->cluster == b->cluster && a->split == b->split &&
          a->stage == b->stage && a->stash == b->stash;
 }
 
@@ -349,6 +350,7 @@ tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int6
   tj_status st = rt_function_select(f, args, count, &key.align, &key.block, why, sizeof why);
   if (st != TJ_OK) return rt_fail(f->ctx, st, "tj_function_launch: %s", why);
   key.phased = rt_function_phased(f, args, key.align, key.block);
+  key.multiple = key.phased ? 1 : rt_assume_multiple(&f->assume, args, count, key.align);
   RtEntry *e;
   if ((st = rt_function_entry(f, &key, NULL, NULL, &e)) != TJ_OK) return st;
   st = rt_launch_args(f->ctx, rt_entry_value(e), args, count, grid, stream);

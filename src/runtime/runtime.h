@@ -291,18 +291,29 @@ static inline int rt_phased_row_bytes(int elem) {
 
 /* What a kernel compiled from a spec assumed of its arguments (assume.c):
  * argument i must have no bit of mask[i] set (a pointer's bytes, an i64's
- * elements); 0 where nothing is assumed. pointee[i]: a pointer's element
- * size in bytes, 0 for a scalar; widest: the largest of them. */
+ * elements, an i32's value); 0 where nothing is assumed. pointee[i]: a
+ * pointer's element size in bytes, 0 for a scalar; widest, narrowest: the
+ * largest and smallest of them; size[i]: an i32 parameter (DIV holds it). */
 typedef struct RtAssume {
   uint32_t mask[RT_MAX_PARAMS];
   uint8_t pointee[RT_MAX_PARAMS];
+  bool size[RT_MAX_PARAMS];
   char names[RT_MAX_PARAMS][32];
-  int align, widest;
+  int align, multiple, widest, narrowest;
 } RtAssume;
 
 void rt_assume_from_spec(const tj_spec *s, RtAssume *out);
-/* The same for a program (DTYPE pointees as dtype) at align bytes. */
-void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, RtAssume *out);
+/* The same for a program (DTYPE pointees as dtype) at align bytes, its i32
+ * parameters multiples of `multiple`. */
+void rt_assume_of(const tj_program *p, tj_dtype dtype, int align, int multiple, RtAssume *out);
+/* The DIV (tj_spec_options.multiple) a launch's arguments allow at align:
+ * a vector's elements (min(align, 16) / the narrowest pointee) where every
+ * i32 argument is a multiple of them, else 1. Only that value changes the
+ * code (whole vectors under a mask, codegen/memory.c), so sizes give a
+ * kernel at most two variants. */
+int rt_assume_multiple(const RtAssume *a, const tj_arg *args, int count, int align);
+/* The same for one size n and pointees of elem bytes (dump-ptx, tests). */
+int rt_size_multiple(int64_t n, int align, int elem);
 /* TJ_OK, or TJ_ERR_INVALID_ARGUMENT with the argument and the assumption
  * it breaks in why. */
 tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char *why,
@@ -311,13 +322,14 @@ tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char
 /* ---------------------------------------------------------- function.c */
 
 /* What selects a JIT function's variant: the specialization options that
- * change its code. A launch of tj_function_launch fills the first three
+ * change its code. A launch of tj_function_launch fills the first four
  * from its arguments (num_warps is the function's); tj_softmax all, from
  * its plan. */
 typedef struct RtVariantKey {
   int align;
   int64_t block;
   bool phased;
+  int multiple; /* DIV: rt_assume_multiple */
   int num_warps, cluster, split, stage, stash;
 } RtVariantKey;
 

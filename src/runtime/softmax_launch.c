@@ -15,8 +15,10 @@
  *
  * Each (row op, template, dtype, backend) is a JIT function of the
  * template's program, made on first use and kept by the context; a call's
- * plan and alignment are its variant (RtVariantKey), n and the op's
- * scalars its arguments, so every n that plans the same kernel shares it.
+ * plan and alignment are its variant (RtVariantKey), with whether n (and
+ * the masked softmax's rows) is a multiple of the vector (DIV: then no
+ * vector of a row moves element by element), n and the op's scalars its
+ * arguments, so every n that plans the same kernel shares it.
  * A variant whose CTAs cannot be resident together (module.c refuses to
  * load such a kernel) is shrunk, stage, then cluster, then split, until
  * they can. The hit path costs a plan, one short mutex hold over the
@@ -264,18 +266,20 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
       rt_softmax_rows_plan(&ctx->info, &plan, op, dtype, n, align, any_phase, o);
   tj_function *f;
   if ((st = row_function(ctx, op, plan.which, dtype, o->backend, &f)) != TJ_OK) return st;
-  RtVariantKey key = variant_of(&plan, align, phased);
-  RtEntry *e;
-  if ((st = rt_function_entry(f, &key, shrink, &elem, &e)) != TJ_OK) return st;
   /* The pointers, the strides, n, then the scalars. */
   tj_arg args[2 * ROW_MAX_MATRICES + 1 + ROW_MAX_SCALARS];
+  int nargs = 2 * count + 1 + row_ops[op].scalars;
   for (int i = 0; i < count; i++) {
     args[i] = (tj_arg){TJ_ARG_PTR, {.ptr = (void *)(uintptr_t)a[i].ptr}, 0};
     args[count + i] = (tj_arg){TJ_ARG_INT, {.i = a[i].stride}, 0};
   }
   args[2 * count] = (tj_arg){TJ_ARG_INT, {.i = n}, 0};
   for (int i = 0; i < row_ops[op].scalars; i++) args[2 * count + 1 + i] = scalars[i];
-  st = rt_launch_args(ctx, rt_entry_value(e), args, 2 * count + 1 + row_ops[op].scalars, m, stream);
+  RtVariantKey key = variant_of(&plan, align, phased);
+  key.multiple = phased ? 1 : rt_assume_multiple(&f->assume, args, nargs, align);
+  RtEntry *e;
+  if ((st = rt_function_entry(f, &key, shrink, &elem, &e)) != TJ_OK) return st;
+  st = rt_launch_args(ctx, rt_entry_value(e), args, nargs, m, stream);
   rt_entry_release(e);
   return st;
 }
