@@ -9,7 +9,8 @@
  *   tilejit 0.1.0|softmax#1f2e3d4c5b6a7988|DTYPE=f32|BLOCK=1024|NUM_WARPS=4|
  *   ALIGN=16|CLUSTER=1|SPLIT=1
  * on one line (|PHASE=1 follows for a phased specialization, |STAGE=k for
- * a staged one, |DIV=k where i32 parameters are multiples of k) and the key's 64-bit FNV-1a hash. The runtime adds arch, ISA, backend and
+ * a staged one, |DIV=k where i32 parameters are multiples of k) and the
+ * key's 64-bit FNV-1a hash. The runtime adds arch, ISA, backend and
  * context to it to form its cache key.
  */
 #include "ir/ir.h"

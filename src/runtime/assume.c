@@ -100,14 +100,13 @@ int rt_size_multiple(int64_t n, int align, int elem) {
 }
 
 int rt_assume_multiple(const RtAssume *a, const tj_arg *args, int count, int align) {
-  int v = vector_elems(align, a->narrowest);
-  bool sizes = false;
-  for (int i = 0; i < count && i < RT_MAX_PARAMS && v > 1; i++) {
+  int least = 0; /* no i32 argument: 1 */
+  for (int i = 0; i < count && i < RT_MAX_PARAMS; i++) {
     if (!a->size[i]) continue;
-    sizes = true;
-    if (args[i].kind != TJ_ARG_INT || args[i].u.i % v != 0) v = 1;
+    int m = args[i].kind == TJ_ARG_INT ? rt_size_multiple(args[i].u.i, align, a->narrowest) : 1;
+    if (!least || m < least) least = m;
   }
-  return sizes ? v : 1;
+  return least ? least : 1;
 }
 
 tj_status rt_assume_check(const RtAssume *a, const tj_arg *args, int count, char *why,

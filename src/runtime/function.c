@@ -248,12 +248,18 @@ bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int
   return true;
 }
 
+int rt_function_multiple(const tj_function *f, const tj_arg *args, int count, int align,
+                         bool phased) {
+  return phased ? 1 : rt_assume_multiple(&f->assume, args, count, align);
+}
+
 /* ------------------------------------------------------------ launch */
 
 static bool same(const RtVariantKey *a, const RtVariantKey *b) {
   return a->align == b->align && a->block == b->block && a->phased == b->phased &&
-         a->multiple == b->multiple && a->num_warps == b->num_warps && a->cluster == b->cluster && a->split == b->split &&
-         a->stage == b->stage && a->stash == b->stash;
+         a->multiple == b->multiple && a->num_warps == b->num_warps &&
+         a->cluster == b->cluster && a->split == b->split && a->stage == b->stage &&
+         a->stash == b->stash;
 }
 
 /* The entry of key with a new reference, or NULL (f->lock held); marks
@@ -350,7 +356,7 @@ tj_status tj_function_launch(tj_function *f, const tj_arg *args, int count, int6
   tj_status st = rt_function_select(f, args, count, &key.align, &key.block, why, sizeof why);
   if (st != TJ_OK) return rt_fail(f->ctx, st, "tj_function_launch: %s", why);
   key.phased = rt_function_phased(f, args, key.align, key.block);
-  key.multiple = key.phased ? 1 : rt_assume_multiple(&f->assume, args, count, key.align);
+  key.multiple = rt_function_multiple(f, args, count, key.align, key.phased);
   RtEntry *e;
   if ((st = rt_function_entry(f, &key, NULL, NULL, &e)) != TJ_OK) return st;
   st = rt_launch_args(f->ctx, rt_entry_value(e), args, count, grid, stream);

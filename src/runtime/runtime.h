@@ -373,6 +373,11 @@ tj_status rt_function_select(const tj_function *f, const tj_arg *args, int count
 /* Whether that variant is phased (its rows start off 16 bytes, all at one
  * phase); args are the selected ones. */
 bool rt_function_phased(const tj_function *f, const tj_arg *args, int align, int64_t block);
+/* That variant's DIV: 1 where it is phased (phase.c moves whole 16-byte
+ * vectors from each row's own boundary whatever n), else
+ * rt_assume_multiple's. */
+int rt_function_multiple(const tj_function *f, const tj_arg *args, int count, int align,
+                         bool phased);
 /* The specialization options of f's variant key. */
 tj_spec_options rt_variant_options(const tj_function *f, const RtVariantKey *key);
 /* The cache entry (a tj_kernel) of f's variant key, with a reference the

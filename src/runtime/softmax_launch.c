@@ -276,7 +276,7 @@ static tj_status row_op(tj_row_op op, tj_context *ctx, tj_dtype dtype, int64_t m
   args[2 * count] = (tj_arg){TJ_ARG_INT, {.i = n}, 0};
   for (int i = 0; i < row_ops[op].scalars; i++) args[2 * count + 1 + i] = scalars[i];
   RtVariantKey key = variant_of(&plan, align, phased);
-  key.multiple = phased ? 1 : rt_assume_multiple(&f->assume, args, nargs, align);
+  key.multiple = rt_function_multiple(f, args, nargs, align, phased);
   RtEntry *e;
   if ((st = rt_function_entry(f, &key, shrink, &elem, &e)) != TJ_OK) return st;
   st = rt_launch_args(ctx, rt_entry_value(e), args, nargs, m, stream);
