@@ -383,6 +383,42 @@ START_TEST(tj_run_runs_a_users_program) {
 }
 END_TEST
 
+/* --div (or -D DIV=K) gives --ir what tj_function_launch takes from the
+ * arguments: sizes that are multiples of the vector move whole vectors,
+ * with no element-by-element block for a partial last one. */
+START_TEST(ir_takes_div) {
+  static Run r;
+  static char plain[OUTPUT_MAX];
+  char path[4096];
+  write_file("test_tools_div.tj", log_softmax, strlen(log_softmax), path, sizeof path);
+  const char *const none[] = {"dump-ptx", "--ir", path, "-n", "1000", NULL};
+  expect_status(&r, none, 0);
+  memcpy(plain, r.out, sizeof plain);
+  ck_assert_ptr_null(strstr(plain, "DIV="));
+  assert_contains(plain, "ld.global.f32 "); /* the partial vector, element by element */
+  const char *const four[] = {"dump-ptx", "--ir", path, "-n", "1000", "--div", "4", NULL};
+  expect_status(&r, four, 0);
+  assert_contains(r.out, " DIV=4\n");
+  assert_contains(r.out, "ld.global.v4.f32");
+  ck_assert_ptr_null(strstr(r.out, "ld.global.f32 "));
+  const char *const define[] = {"dump-ptx", "--ir", path, "-n", "1000", "-DDIV=4", NULL};
+  expect_status(&r, define, 0);
+  assert_contains(r.out, " DIV=4\n");
+  const char *const one[] = {"dump-ptx", "--ir", path, "-n", "1000", "--div", "1", NULL};
+  expect_status(&r, one, 0);
+  ck_assert_str_eq(r.out, plain);
+  const char *const three[] = {"dump-ptx", "--ir", path, "-n", "1000", "--div", "3", NULL};
+  expect_status(&r, three, 2);
+  assert_contains(r.err, "--div takes a power of two (1, 2, 4, 8 or 16), not 3");
+  const char *const big[] = {"dump-ptx", "--ir", path, "-n", "1000", "--div", "32", NULL};
+  expect_status(&r, big, 2);
+  const char *const softmax[] = {"dump-ptx", "softmax", "-n", "1000", "--div", "4", NULL};
+  expect_status(&r, softmax, 2);
+  assert_contains(r.err, "--div does not apply to softmax");
+  remove(path);
+}
+END_TEST
+
 START_TEST(tj_run_refuses_what_it_cannot_run) {
   static Run r;
   char path[4096];
@@ -717,6 +753,7 @@ static Suite *tools_suite(void) {
   tcase_add_test(c, dump_ptx_refuses_n_over_int32);
   tcase_add_test(c, define_takes_both_spellings);
   tcase_add_test(c, ir_needs_n_or_block);
+  tcase_add_test(c, ir_takes_div);
   tcase_add_test(c, tj_run_runs_a_users_program);
   tcase_add_test(c, tj_run_refuses_what_it_cannot_run);
   tcase_add_test(c, numbers_are_decimal);

@@ -7,8 +7,8 @@
  *
  * The options are the table below (dump-ptx --help prints it): each takes
  * a decimal integer of its range or one of its words; -D BLOCK, NUM_WARPS,
- * ALIGN, CLUSTER and SPLIT take the ranges of --block, --warps, --align,
- * --cluster and --split, other constants any int64 (the library checks the
+ * ALIGN, CLUSTER, SPLIT and DIV take the ranges of --block, --warps,
+ * --align, --cluster, --split and --div, other constants any int64 (the library checks the
  * rest). --backend nvrtc prints the PTX NVRTC makes of the CUDA C lowering,
  * and --emit cuda that CUDA C (needs no NVRTC). FILE.tj may be - (stdin);
  * it must be text (no NUL byte) of at most 64 MiB.
@@ -46,7 +46,7 @@ typedef struct Options {
   const char *ir_file;
   int which; /* tj_softmax_template */
   int64_t n, m, block;
-  int warps, align, arch, backend, cluster, split, stage, stash;
+  int warps, align, div, arch, backend, cluster, split, stage, stash;
   int dtype; /* tj_dtype */
   int emit;  /* Emit */
   int annotate, validate, phased;
@@ -85,6 +85,10 @@ static const CliOption option_table[] = {
      .value = "T", .help = "f32, f16 or bf16 (default f32)"},
     {.name = "align", .kind = CLI_INT, .offset = AT(align), .lo = 1, .hi = 16, .value = "BYTES",
      .help = "alignment of pointers and row strides (default 16)"},
+    {.name = "div", .kind = CLI_INT, .offset = AT(div), .lo = 1, .hi = 16, .value = "K",
+     .modes = CLI_MODE(MODE_IR),
+     .help = "DIV: every i32 parameter is a multiple of K, a power of two (default 1; "
+             "softmax takes it from -n, as tj_softmax does)"},
     {.name = "phased", .kind = CLI_FLAG, .offset = AT(phased),
      .help = "rows start at any phase: 16-byte vectors from each row's boundary"},
     {.name = "cluster", .kind = CLI_INT, .offset = AT(cluster), .lo = 1, .hi = 16, .value = "C",
@@ -117,8 +121,8 @@ static const CliTool tool = {
     .name = "dump-ptx",
     .usage = "dump-ptx softmax -n N [-m M] [--template auto|single|online] [options]\n"
              "       dump-ptx --ir FILE.tj [-D NAME=VALUE ...] -n N | --block B [options]",
-    .about = "-D BLOCK, NUM_WARPS, ALIGN, CLUSTER and SPLIT take the ranges of --block,\n"
-             "--warps, --align, --cluster and --split; other constants any int64.\n"
+    .about = "-D BLOCK, NUM_WARPS, ALIGN, CLUSTER, SPLIT and DIV take the ranges of --block,\n"
+             "--warps, --align, --cluster, --split and --div; other constants any int64.\n"
              "Output goes to stdout unless -o names a file; diagnostics to stderr.\n",
     .options = option_table,
     .count = sizeof option_table / sizeof option_table[0],
@@ -132,7 +136,8 @@ static bool parse_binding(void *opts, const CliOption *opt, char *text, char *wh
                                             {"NUM_WARPS", "warps"},
                                             {"ALIGN", "align"},
                                             {"CLUSTER", "cluster"},
-                                            {"SPLIT", "split"}};
+                                            {"SPLIT", "split"},
+                                            {"DIV", "div"}};
   Options *o = opts;
   char *eq = strchr(text, '=');
   int64_t v;
@@ -158,6 +163,8 @@ static int check_args(const Options *o) {
   if (o->mode == MODE_IR && o->n < 0 && !o->block)
     return cli_usage_error(&tool, "--ir needs -n N or a BLOCK (--block B, -D BLOCK=B): without "
                                   "them BLOCK would be next_pow2(0) = 1");
+  if (o->div & (o->div - 1))
+    return cli_usage_error(&tool, "--div takes a power of two (1, 2, 4, 8 or 16), not %d", o->div);
   if (o->validate && o->emit != EMIT_PTX)
     return cli_usage_error(&tool, "--validate applies to --emit ptx only");
   if (o->backend && o->emit != EMIT_PTX)
@@ -296,6 +303,7 @@ int main(int argc, char **argv) {
     so.split = o.split;
     so.stage = o.stage > 0 ? o.stage : 0;
     so.stash = so.stage ? o.stash : 0;
+    so.multiple = o.div;
   }
   so.align = o.align;
   so.phased = o.phased;
