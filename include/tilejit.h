@@ -514,7 +514,11 @@ TJ_API tj_status tj_row_plan_for(const tj_device_info *device, tj_row_op op, tj_
                                  int64_t m, int64_t n, const tj_softmax_options *options,
                                  tj_softmax_plan *plan);
 
-/* The specialization options of a plan for rows of n elements of dtype. */
+/* The specialization options of a plan for rows of n elements of dtype.
+ * DIV (out->multiple) stays 1, so the kernel takes any n the plan's BLOCK
+ * holds; tj_softmax specializes on n itself and sets it to the vector's
+ * elements (16 / the element size) where n is a multiple of them (and its
+ * rows start on 16-byte boundaries); a caller may do the same. */
 TJ_API tj_status tj_softmax_spec_options(const tj_softmax_plan *plan, tj_dtype dtype, int64_t n,
                                          tj_spec_options *out);
 

@@ -985,7 +985,8 @@ static tj_status enqueue_raw(Bench *b, void *arg) {
       b->cu->cuLaunchKernel(l->kernel->function, 1, 1, 1, threads, 1, 1, 0, NULL, l->params, NULL));
 }
 
-/* The kernel tj_softmax uses for c (the same spec: 16-byte alignment). */
+/* The kernel tj_softmax uses for c (the same spec: 16-byte alignment, and
+ * DIV from n as tj_softmax takes it). */
 static tj_status launch_setup(Bench *b, const Case *c, Launch *l) {
   tj_program *p = NULL;
   tj_spec *s = NULL;
@@ -995,6 +996,7 @@ static tj_status launch_setup(Bench *b, const Case *c, Launch *l) {
   if (st == TJ_OK) st = tj_softmax_program(plan.which, c->n, &p);
   if (st == TJ_OK) st = tj_softmax_spec_options(&plan, c->dtype, c->n, &o);
   o.align = 16;
+  o.multiple = rt_size_multiple(c->n, o.align, ir_dtype_size(c->dtype));
   if (st == TJ_OK) st = tj_specialize(p, &o, &s);
   if (st == TJ_OK)
     st = check_tj(b, "tj_compile", tj_compile(b->ctx, s, TJ_BACKEND_PTX, &l->kernel));
