@@ -362,6 +362,8 @@ static void add_spread(PtxBatch *b, Spread *c) {
   /* as tj_softmax asks for rows at one phase (a split only staged), */
   o.phased = c->align < 16 && (plan.split == 1 || plan.stage);
   if (o.phased && o.num_warps == 32) o.num_warps = 16; /* in CTAs of 512 threads */
+  if (!o.phased) /* DIV from n, as tj_softmax specializes */
+    o.multiple = rt_size_multiple(c->n, c->align, ir_dtype_size(c->dtype));
   ck_assert_int_eq(tj_specialize(p, &o, &s), TJ_OK);
   tj_codegen_options co = {c->arch, 0, 0};
   char *ptx = NULL;

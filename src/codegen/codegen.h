@@ -392,6 +392,9 @@ int cg_access_chunk(CgCtx *c, int inst, int vec);
  * its stash by cp.async ahead of its phase's loop: its accesses are whole
  * 16-byte vectors, one per unit of the stash, and not phased. */
 bool cg_prefetchable(CgCtx *c, int inst);
+/* Whether load inst holds or drops whole vectors only (its mask's runs are
+ * multiples of its vector, DIV): no vector is partial. */
+bool cg_access_whole(CgCtx *c, int inst);
 /* The piece's whole vectors of load inst, copied into the stash by
  * cp.async: the thread's first unit at `at`, its units `stride` bytes
  * apart. A vector not wholly in the mask is left to the loop (cg_lower_load). */
@@ -454,6 +457,15 @@ typedef struct CgStream {
   int held_piece;      /* the held piece being lowered, or -1 */
   CgOperand **holding; /* per instruction x held piece: its registers */
   uint8_t *prefetched; /* STAGE: per load, copied into its stash ahead of this phase's loop */
+  /* PIPE (stream.c): the next instance's first phase inside the last one */
+  bool pipe;
+  bool reuse_held;     /* held pieces load into the registers the first instance used */
+  uint8_t *need0;      /* the first phase's needs, prefetch dependencies and copies */
+  uint8_t *deps0, *pre0;
+  struct Running *carried; /* the next instance's running reductions */
+  int ncarried;
+  struct CgVal *next_vals; /* the first phase's scalars for the next instance */
+  CgOperand next_ok;  /* the CTA has a next instance */
 } CgStream;
 
 /* Tile elements a thread keeps in registers at most (32768 / T, at most

@@ -737,6 +737,11 @@ void cg_lower_load(CgCtx *c, int inst) {
   bool fetch;
   CgOperand **held = cg_held_slots(c, inst, &fetch);
   if (held) { /* a piece kept in registers */
+    if (fetch && c->stream.reuse_held && *held) { /* stream.c's PIPE: the same registers */
+      r->slots = *held;
+      load_from_memory(c, inst, r, false, true);
+      return;
+    }
     if (fetch) load_from_memory(c, inst, r, false, false);
     if (fetch && cg_ok(c)) *held = r->slots;
     if (!fetch) r->slots = *held;
@@ -765,6 +770,15 @@ void cg_lower_load(CgCtx *c, int inst) {
     cg_stash_read(c, inst, r->slots);
   }
   if (label >= 0) cg_raw(&c->em, "$Lunkept_%d:\n", label);
+}
+
+bool cg_access_whole(CgCtx *c, int inst) {
+  const IrInst *in = &c->p->insts[inst];
+  const CgLayout *l = cg_layout_of(c, in->args[1]);
+  int mask = in->nargs > 2 ? in->args[2] : IR_NONE;
+  if (mask == IR_NONE) return !l->phased;
+  return c->facts.monotone[mask] && !l->phased &&
+         whole_runs(c, mask, cg_access_chunk(c, inst, l->vec));
 }
 
 bool cg_prefetchable(CgCtx *c, int inst) {

@@ -59,6 +59,11 @@
  * the first phase copies its pieces straight into the stash with cp.async,
  * a piece ahead of the one it computes on (the prefetch, below).
  *
+ * Where a CTA of a grid split takes its rows in turn, the last phase also
+ * copies the next row's kept pieces into the slots it empties and folds
+ * them (PIPE, below): one row's writes overlap the next row's reads and
+ * arithmetic, and the next row's first phase takes only the rest.
+ *
  * Where the tile ends inside the last piece (K pieces of P repeats for
  * fewer than K * P), that piece runs alone after the loop (before it,
  * walking backwards) over only the repeats that hold elements
@@ -679,12 +684,16 @@ static void tail_piece(CgCtx *c, const uint8_t *need, Running *run, int nrun,
 /* Phase ph over the pieces: the held ones unrolled (first when forward,
  * last when backward), a loop over the rest, and the last piece alone
  * where tail_lowered (last when forward, first when backward). */
+static void pipe_turn(CgCtx *c);
+static void pipe_finish(CgCtx *c);
+
 static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int nrun,
-                       const uint8_t *prefetch) {
+                       const uint8_t *prefetch, int from) {
   CgStream *st = &c->stream;
   bool last = ph == c->stream.phases - 1, backward = last && ph > 0, tail = tail_lowered(c);
+  bool pipe = st->pipe && backward;
   int label = c->em.labels++;
-  int64_t end = st->step * (st->pieces - tail), first = st->step * st->held;
+  int64_t end = st->step * (st->pieces - tail), first = st->step * from;
   if (!backward) held_pieces(c, need, run, nrun, false);
   if (tail && backward) tail_piece(c, need, run, nrun, prefetch, end);
   if (first < end) {
@@ -694,6 +703,7 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
     cg_raw(&c->em, "$Lpiece_%d:\n", label);
     if (prefetch) prefetch_turn(c, prefetch, false);
     piece_body(c, need, run, nrun);
+    if (pipe) pipe_turn(c);
     CgOperand more = cg_reg(&c->em, CG_PRED);
     cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(c->piece_start), CG_N(c->piece_start),
             (long long)(backward ? -st->step : st->step));
@@ -705,6 +715,7 @@ static void piece_loop(CgCtx *c, int ph, const uint8_t *need, Running *run, int 
               (long long)end);
     cg_line(&c->em, "@%s bra.uni $Lpiece_%d;", CG_N(more), label);
   }
+  if (pipe) pipe_finish(c);
   if (tail && !backward) tail_piece(c, need, run, nrun, prefetch, end);
   if (backward) held_pieces(c, need, run, nrun, true);
   c->piece_start = cg_imm_int(CG_B32, 0);
@@ -718,11 +729,180 @@ static void shifted_loops(CgCtx *c, int ph, const uint8_t *need, int exp) {
   cg_shift_hoist(c, need, exp);
   int label = cg_shift_branch(c, &c->shift, c->geo.programs == 1, "_loop");
   c->shifting = true;
-  piece_loop(c, ph, need, NULL, 0, NULL);
+  piece_loop(c, ph, need, NULL, 0, NULL, c->stream.held);
   c->shifting = false;
   cg_shift_else(c, label, "_loop");
-  piece_loop(c, ph, need, NULL, 0, NULL);
+  piece_loop(c, ph, need, NULL, 0, NULL, c->stream.held);
   cg_shift_end(c, label, "_loop");
+}
+
+/* ---- the next instance in the last phase (PIPE) ----------------------------- */
+
+/* A CTA of a grid split (SPLIT > 1, one instance a group at a time) takes
+ * its rows in turn: the first phase copies its share in and folds it, the
+ * group meets at its barrier, the last phase writes the share out, and the
+ * CTA moves data only in one direction at a time while all of its group do
+ * the same. Here the last phase's loop, as it walks the kept pieces of the
+ * stash (backwards), copies the next instance's piece into each slot it
+ * has just read (cp.async) and folds the one it copied a turn before into
+ * the next instance's running reductions (`carried`), so that one row's
+ * writes, the next row's reads and their arithmetic overlap. The next
+ * instance's first phase then takes only its held and unkept pieces, from
+ * those running values (lower_phase's `piped` branch on geo.later). A
+ * hand-written kernel of the same shape ran 4 to 6 points of copy faster so
+ * on few rows of 16 MB on an H200, and 1.5 to 3 on rows in rounds
+ * (bench/RESULTS.md, KK4). It needs a first phase that copies its one load
+ * ahead (prefetch_plan) in whole vectors (DIV: a partial vector's path
+ * beside it spilled f32 rows of 262143 at 64 registers), two phases, rows
+ * that start on their vectors (not phased), every kept piece inside the
+ * last phase's loop, and first phase scalars that are arithmetic only:
+ * they are computed for the next instance too, whether it exists or not. */
+static bool pipe_scalar(const CgCtx *c, int i) {
+  return c->stream.phase[i] == 0 && !cg_stream_per_piece(c, i) && !cg_hoisted(c, i) &&
+         c->p->insts[i].result != IR_NONE;
+}
+
+static void pipe_plan(CgCtx *c) {
+  CgStream *st = &c->stream;
+  const tj_program *p = c->p;
+  size_t n = (size_t)p->ninsts + 1;
+  if (st->phases != 2 || c->geo.split < 2 || c->geo.cluster != 1 || c->geo.programs != 1 ||
+      st->kept <= st->held || c->layouts[st->layout].phased ||
+      st->kept > st->pieces - (tail_lowered(c) ? 1 : 0))
+    return;
+  for (int i = 0; i < p->ninsts; i++) {
+    tj_op op = (tj_op)p->insts[i].op;
+    if (pipe_scalar(c, i) && (op == TJ_OP_LOAD || op == TJ_OP_STORE || is_reduce(&p->insts[i])))
+      return;
+  }
+  st->need0 = cg_arena_alloc(&c->arena, n);
+  st->deps0 = cg_arena_alloc(&c->arena, n);
+  st->pre0 = cg_arena_alloc(&c->arena, n);
+  st->carried = cg_arena_alloc(&c->arena, sizeof *st->carried * n);
+  st->next_vals = cg_arena_alloc(&c->arena, sizeof *st->next_vals * ((size_t)p->nvalues + 1));
+  if (!st->need0 || !st->deps0 || !st->pre0 || !st->carried || !st->next_vals) {
+    cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
+    return;
+  }
+  mark_needed(c, 0, st->need0);
+  bool copied = prefetch_plan(c, st->need0, st->deps0);
+  if (st->prefetched) {
+    memcpy(st->pre0, st->prefetched, n);
+    memset(st->prefetched, 0, n);
+  }
+  for (int i = 0; i < p->ninsts && copied; i++) /* a partial vector's path: too many registers */
+    if (st->pre0[i] && !cg_access_whole(c, i)) copied = false;
+  if (!copied) return;
+  st->ncarried = 0;
+  for (int i = 0; i < p->ninsts; i++) { /* lower_phase's running reductions of phase 0 */
+    const IrInst *in = &p->insts[i];
+    if (st->phase[i] != 0 || !is_reduce(in) || !cg_stream_per_piece(c, i) || cg_fused_sum(c, i))
+      continue;
+    tj_elem elem = cg_elem_of(c, in->args[0]);
+    st->carried[st->ncarried].inst = i;
+    st->carried[st->ncarried++].acc =
+        fresh(c, cg_red_identity((tj_op)in->op, elem, c->partner[i] >= 0));
+  }
+  st->pipe = st->ncarried > 0;
+}
+
+/* The first phase's scalars: vals and next_vals trade places. */
+static void pipe_swap_values(CgCtx *c) {
+  const tj_program *p = c->p;
+  for (int i = 0; i < p->ninsts; i++) {
+    if (!pipe_scalar(c, i)) continue;
+    int v = p->insts[i].result;
+    CgVal t = c->vals[v];
+    c->vals[v] = c->stream.next_vals[v];
+    c->stream.next_vals[v] = t;
+  }
+}
+
+/* The first phase's scalars as the next instance has them, into
+ * next_vals (the current instance's stay in vals); whether there is one;
+ * the next instance's running reductions from their identities. */
+static void pipe_begin(CgCtx *c) {
+  CgStream *st = &c->stream;
+  CgGeometry *g = &c->geo;
+  const tj_program *p = c->p;
+  CgOperand next = cg_reg(&c->em, CG_B64), inst = g->inst;
+  st->next_ok = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "add.s64 %s, %s, %s;", CG_N(next), CG_N(g->inst), CG_N(g->stride));
+  cg_line(&c->em, "setp.lt.u64 %s, %s, %s;", CG_N(st->next_ok), CG_N(next), CG_N(g->count));
+  g->inst = next;
+  for (int i = 0; i < p->ninsts; i++) /* the current instance's, kept aside */
+    if (pipe_scalar(c, i)) st->next_vals[p->insts[i].result] = c->vals[p->insts[i].result];
+  for (int i = 0; i < p->ninsts && cg_ok(c); i++)
+    if (pipe_scalar(c, i)) cg_lower_inst(c, i);
+  g->inst = inst;
+  pipe_swap_values(c); /* the current instance's back in vals */
+  for (int k = 0; k < st->ncarried; k++) {
+    const IrInst *in = &p->insts[st->carried[k].inst];
+    int i = st->carried[k].inst;
+    assign(c, st->carried[k].acc,
+           cg_red_identity((tj_op)in->op, cg_elem_of(c, in->args[0]), c->partner[i] >= 0));
+  }
+}
+
+/* Lowering as the next instance's first phase, and back. */
+static void pipe_swap(CgCtx *c, bool next) {
+  CgStream *st = &c->stream;
+  const tj_program *p = c->p;
+  pipe_swap_values(c);
+  st->current = next ? 0 : st->phases - 1;
+  if (next)
+    memcpy(st->prefetched, st->pre0, (size_t)p->ninsts + 1);
+  else
+    memset(st->prefetched, 0, (size_t)p->ninsts + 1);
+}
+
+/* The next instance's piece at `at`, folded into its running reductions. */
+static void pipe_fold(CgCtx *c, CgOperand at) {
+  CgOperand here = c->piece_start;
+  bool shifting = c->shifting;
+  c->shifting = false;
+  c->piece_start = at;
+  piece_body(c, c->stream.need0, c->stream.carried, c->stream.ncarried);
+  c->piece_start = here;
+  c->shifting = shifting;
+}
+
+/* After the last phase's piece at c->piece_start: where it is kept, the
+ * next instance's copy into its slots, and the fold of the piece copied
+ * the turn before (the one above, walking backwards), once it has landed. */
+static void pipe_turn(CgCtx *c) {
+  CgStream *st = &c->stream;
+  int label = c->em.labels++;
+  int64_t kept = st->step * st->kept;
+  CgOperand unkept = cg_reg(&c->em, CG_PRED), above = cg_reg(&c->em, CG_B32);
+  CgOperand first = cg_reg(&c->em, CG_PRED);
+  cg_line(&c->em, "@!%s bra.uni $Lpipe_%d;", CG_N(st->next_ok), label);
+  cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(unkept), CG_N(c->piece_start),
+          (long long)kept);
+  cg_line(&c->em, "@%s bra.uni $Lpipe_%d;", CG_N(unkept), label);
+  pipe_swap(c, true);
+  prefetch_piece(c, st->deps0);
+  cg_line(&c->em, "cp.async.commit_group;");
+  cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(above), CG_N(c->piece_start),
+          (long long)st->step);
+  cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(first), CG_N(above), (long long)kept);
+  cg_line(&c->em, "@%s bra.uni $Lpipe_%d;", CG_N(first), label);
+  cg_line(&c->em, "cp.async.wait_group 1;");
+  pipe_fold(c, above);
+  pipe_swap(c, false);
+  cg_raw(&c->em, "$Lpipe_%d:\n", label);
+}
+
+/* After the loop: the last piece copied, the lowest kept one. */
+static void pipe_finish(CgCtx *c) {
+  CgStream *st = &c->stream;
+  int label = c->em.labels++;
+  cg_line(&c->em, "@!%s bra.uni $Lpipe_%d;", CG_N(st->next_ok), label);
+  cg_line(&c->em, "cp.async.wait_group 0;");
+  pipe_swap(c, true);
+  pipe_fold(c, cg_imm_int(CG_B32, st->step * st->held));
+  pipe_swap(c, false);
+  cg_raw(&c->em, "$Lpipe_%d:\n", label);
 }
 
 /* One phase: its scalars, its loop, then its reductions across threads. */
@@ -748,14 +928,26 @@ static void lower_phase(CgCtx *c, int ph, uint8_t *need, Running *run) {
     cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
     return;
   }
-  bool prefetched = prefetch_plan(c, need, deps);
+  bool prefetched = prefetch_plan(c, need, deps), piped = c->stream.pipe && ph == 0;
+  int label = piped ? c->em.labels++ : -1;
+  if (piped) cg_line(&c->em, "@%s bra.uni $Lpiped_%d;", CG_N(c->geo.later), label);
   if (prefetched) prefetch_start(c, deps);
+  if (c->stream.pipe && ph == c->stream.phases - 1) pipe_begin(c);
   int shifted = nrun == 0 && !prefetched ? cg_shift_candidate(c, need) : -1;
   if (shifted >= 0)
     shifted_loops(c, ph, need, shifted);
   else
-    piece_loop(c, ph, need, run, nrun, prefetched ? deps : NULL);
+    piece_loop(c, ph, need, run, nrun, prefetched ? deps : NULL, c->stream.held);
   if (c->stream.prefetched) memset(c->stream.prefetched, 0, (size_t)p->ninsts + 1);
+  if (piped) { /* a later instance: its kept pieces were copied and folded already */
+    cg_line(&c->em, "bra.uni $Lfirst_phase_%d;", label);
+    cg_raw(&c->em, "$Lpiped_%d:\n", label);
+    for (int k = 0; k < nrun; k++) assign(c, run[k].acc, c->stream.carried[k].acc);
+    c->stream.reuse_held = true;
+    piece_loop(c, ph, need, run, nrun, NULL, c->stream.kept);
+    c->stream.reuse_held = false;
+    cg_raw(&c->em, "$Lfirst_phase_%d:\n", label);
+  }
   for (int k = 0; k < nrun && cg_ok(c); k++)
     cg_red_finish(c, run[k].inst, cg_red_levels(c, run[k].inst, run[k].acc));
 }
@@ -769,7 +961,9 @@ void cg_lower_streamed(CgCtx *c) {
     return;
   }
   c->stream.stash = NULL;
+  c->stream.pipe = false;
   if (c->spec->stage) plan_stash(c, need);
+  if (c->stream.stash && cg_ok(c)) pipe_plan(c);
   for (int ph = 0; ph < c->stream.phases && cg_ok(c); ph++) {
     c->stream.current = ph;
     lower_phase(c, ph, need, run);
