@@ -16,15 +16,12 @@
 // medians of 15 runs, each after a 512 MiB memset that flushes L2.
 //
 //   nvcc -arch=sm_90 -O3 -o /tmp/rows bench/experiments/softmax_16bit_rows.cu && /tmp/rows
+#include "rows_common.cuh"
+
 #include <cuda_bf16.h>
 #include <cstdint>
 #include <cstdio>
 
-static __device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 static __device__ __forceinline__ float lo(uint32_t w) { return __uint_as_float(w << 16); }
 static __device__ __forceinline__ float hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 static __device__ __forceinline__ uint32_t pack(float a, float b) {
@@ -46,7 +43,6 @@ template <int T> static __device__ float block_reduce(float v, bool is_max) {
   return r;
 }
 
-static const float LOG2E = 1.4426950408889634f;
 
 // E values a thread, in uint4 words of 8; KEEP: e kept as f32, else recomputed.
 template <int T, int E, int MIN_CTAS, bool KEEP>
@@ -97,30 +93,10 @@ __global__ __launch_bounds__(T, MIN_CTAS) void row_softmax(uint4 *y, const uint4
   }
 }
 
-__global__ void copy16(uint4 *y, const uint4 *x, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    y[i] = x[i];
-}
 
 static void *x, *y, *flush;
-static cudaEvent_t t0, t1;
 static const size_t BYTES = 256u << 20;
 
-template <typename F> static float median_ms(F launch) {
-  float t[15];
-  for (int r = 0; r < 15; r++) {
-    cudaMemset(flush, r, 512u << 20);
-    cudaEventRecord(t0);
-    launch();
-    cudaEventRecord(t1);
-    cudaEventSynchronize(t1);
-    cudaEventElapsedTime(&t[r], t0, t1);
-  }
-  for (int i = 0; i < 15; i++)
-    for (int j = i + 1; j < 15; j++)
-      if (t[j] < t[i]) { float q = t[i]; t[i] = t[j]; t[j] = q; }
-  return t[7];
-}
 
 /* x is all 0x3f3f, so every y is 2^-15 = 0x3800 exactly: check the first and
  * last vectors. */
@@ -139,14 +115,12 @@ int main() {
     return 1;
   }
   cudaMemset(x, 0x3f, BYTES);
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
   const int n = 32768, m = (int)(BYTES / 2 / n);
-  float copy = median_ms([] { copy16<<<132 * 8, 512>>>((uint4 *)y, (const uint4 *)x, BYTES / 16); });
+  float copy = median_ms(flush, [] { copy16<<<132 * 8, 512>>>((uint4 *)y, (const uint4 *)x, BYTES / 16); });
   printf("copy kernel: %.0f GB/s\n", 2.0 * BYTES / copy / 1e6);
 #define ROW(name, T, E, MIN_CTAS, KEEP)                                                          \
   {                                                                                            \
-    float ms = median_ms([&] { row_softmax<T, E, MIN_CTAS, KEEP><<<m, T>>>((uint4 *)y, (const uint4 *)x, n); }); \
+    float ms = median_ms(flush, [&] { row_softmax<T, E, MIN_CTAS, KEEP><<<m, T>>>((uint4 *)y, (const uint4 *)x, n); }); \
     printf("%-40s %5.1f%% of copy (%s, %s)\n", name, 100 * copy / ms,                       \
            cudaGetErrorString(cudaGetLastError()), check(m, n));                               \
   }

@@ -24,6 +24,8 @@
 // runs, each after a 512 MiB memset.
 //
 //   nvcc -arch=sm_90 -O3 -std=c++17 -o /tmp/grid_rows bench/experiments/softmax_grid_rows.cu && /tmp/grid_rows
+#include "rows_common.cuh"
+
 #include <cuda_bf16.h>
 #include <cmath>
 #include <cstdint>
@@ -32,34 +34,8 @@
 #include <vector>
 
 static const int T = 256, V = 4;
-static const float LOG2E = 1.4426950408889634f;
 
-static __device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
-template <bool BF16> struct Elem;
-template <> struct Elem<true> {
-  static const int PER = 8;
-  static __device__ float get(const uint4 &v, int i) {
-    uint32_t w = reinterpret_cast<const uint32_t *>(&v)[i / 2];
-    return __uint_as_float(i % 2 ? w & 0xffff0000u : w << 16);
-  }
-  static __device__ void put(uint4 &v, int i, float f) {
-    reinterpret_cast<uint16_t *>(&v)[i] = __bfloat16_as_ushort(__float2bfloat16_rn(f));
-  }
-};
-template <> struct Elem<false> {
-  static const int PER = 4;
-  static __device__ float get(const uint4 &v, int i) {
-    return __uint_as_float(reinterpret_cast<const uint32_t *>(&v)[i]);
-  }
-  static __device__ void put(uint4 &v, int i, float f) {
-    reinterpret_cast<uint32_t *>(&v)[i] = __float_as_uint(f);
-  }
-};
 
 static __device__ __forceinline__ void merge(float &m, float &s, float m2, float s2) {
   float mm = fmaxf(m, m2);
@@ -209,10 +185,6 @@ __global__ __launch_bounds__(T) void rows_kernel(uint4 *y, const uint4 *x, int n
   }
 }
 
-__global__ void copy16(uint4 *y, const uint4 *x, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    y[i] = x[i];
-}
 
 /* x[r][i] = pattern(i) + 3 (r mod 5): neighbouring rows of a group differ. */
 static float pattern(size_t i) { return (float)((i * 37) % 11) * 0.125f; }
@@ -230,24 +202,8 @@ template <bool BF16> __global__ void fill(uint4 *x, int n, int rows) {
 static void *xbuf, *ybuf, *flush;
 static unsigned *counters;
 static float2 *partials;
-static cudaEvent_t t0, t1;
 static const size_t MOST = 256u << 20;
 
-template <typename F> static float median_ms(F launch) {
-  float t[15];
-  for (int r = 0; r < 15; r++) {
-    cudaMemset(flush, r, 512u << 20);
-    cudaEventRecord(t0);
-    launch();
-    cudaEventRecord(t1);
-    cudaEventSynchronize(t1);
-    cudaEventElapsedTime(&t[r], t0, t1);
-  }
-  for (int i = 0; i < 15; i++)
-    for (int j = i + 1; j < 15; j++)
-      if (t[j] < t[i]) { float q = t[i]; t[i] = t[j]; t[j] = q; }
-  return t[7];
-}
 
 /* The largest relative error over every element, against double. */
 template <bool BF16> static double worst(int n, int rows) {
@@ -289,12 +245,12 @@ template <bool BF16, Mode MODE> static void run(int n, int rows, int per_row) {
     return;
   }
   fill<BF16><<<1024, 256>>>((uint4 *)xbuf, n, rows);
-  float copy = median_ms([&] { copy16<<<132 * 8, 512>>>((uint4 *)ybuf, (const uint4 *)xbuf, bytes / 16); });
+  float copy = median_ms(flush, [&] { copy16<<<132 * 8, 512>>>((uint4 *)ybuf, (const uint4 *)xbuf, bytes / 16); });
   cudaMemset(ybuf, 0xff, bytes);
   uint4 *yp = (uint4 *)ybuf;
   const uint4 *xp = (const uint4 *)xbuf;
   void *args[] = {&yp, &xp, &n, &rows, &per_row, &counters, &partials};
-  float ms = median_ms([&] {
+  float ms = median_ms(flush, [&] {
     cudaMemsetAsync(counters, 0, 4096);
     cudaLaunchCooperativeKernel((void *)k, groups * per_row, T, args, smem, 0);
   });
@@ -316,8 +272,6 @@ int main() {
     fprintf(stderr, "no GPU memory\n");
     return 1;
   }
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
   for (int round = 0; round < 2; round++) {
     for (int rows : {4, 8}) {
       modes<true>(1 << 23, rows, 256);

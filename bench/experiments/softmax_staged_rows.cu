@@ -16,38 +16,13 @@
 // constant, so every y is 1/N exactly: the first and last vectors are checked.
 //
 //   nvcc -arch=sm_90 -O3 -o /tmp/staged bench/experiments/softmax_staged_rows.cu && /tmp/staged
+#include "rows_common.cuh"
+
 #include <cuda_bf16.h>
 #include <cstdint>
 #include <cstdio>
 
-static __device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-static const float LOG2E = 1.4426950408889634f;
 
-template <bool BF16> struct Elem;
-template <> struct Elem<true> { /* 8 bf16 a vector */
-  static const int PER = 8;
-  static __device__ float get(const uint4 &v, int i) {
-    uint32_t w = reinterpret_cast<const uint32_t *>(&v)[i / 2];
-    return __uint_as_float(i % 2 ? w & 0xffff0000u : w << 16);
-  }
-  static __device__ void put(uint4 &v, int i, float f) {
-    uint16_t h = __bfloat16_as_ushort(__float2bfloat16_rn(f));
-    reinterpret_cast<uint16_t *>(&v)[i] = h;
-  }
-};
-template <> struct Elem<false> { /* 4 f32 a vector */
-  static const int PER = 4;
-  static __device__ float get(const uint4 &v, int i) {
-    return __uint_as_float(reinterpret_cast<const uint32_t *>(&v)[i]);
-  }
-  static __device__ void put(uint4 &v, int i, float f) {
-    reinterpret_cast<uint32_t *>(&v)[i] = __float_as_uint(f);
-  }
-};
 
 /* (max, sum) pairs combined -inf-safely enough for finite rows. */
 static __device__ __forceinline__ void merge(float &m, float &s, float m2, float s2) {
@@ -107,30 +82,10 @@ __global__ __launch_bounds__(T, MIN_CTAS) void staged(uint4 *y, const uint4 *x, 
   }
 }
 
-__global__ void copy16(uint4 *y, const uint4 *x, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    y[i] = x[i];
-}
 
 static void *x, *y, *flush;
-static cudaEvent_t t0, t1;
 static const size_t BYTES = 256u << 20;
 
-template <typename F> static float median_ms(F launch) {
-  float t[15];
-  for (int r = 0; r < 15; r++) {
-    cudaMemset(flush, r, 512u << 20);
-    cudaEventRecord(t0);
-    launch();
-    cudaEventRecord(t1);
-    cudaEventSynchronize(t1);
-    cudaEventElapsedTime(&t[r], t0, t1);
-  }
-  for (int i = 0; i < 15; i++)
-    for (int j = i + 1; j < 15; j++)
-      if (t[j] < t[i]) { float q = t[i]; t[i] = t[j]; t[j] = q; }
-  return t[7];
-}
 
 /* Every y is 1/n: bf16 0x3800 (n = 32768), f32 2^-14 or 2^-15. */
 static const char *check(bool bf16, int m, int n) {
@@ -153,7 +108,7 @@ template <bool BF16, int T, int V, int MIN_CTAS, bool STAGE> static void row(int
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, T, smem);
   cudaMemset(x, BF16 ? 0x3f : 0, BYTES); /* bf16 0x3f3f; f32 0: every y 1/n */
   cudaMemset(y, 0xff, BYTES);
-  float ms = median_ms([&] { k<<<m, T, smem>>>((uint4 *)y, (const uint4 *)x, n); });
+  float ms = median_ms(flush, [&] { k<<<m, T, smem>>>((uint4 *)y, (const uint4 *)x, n); });
   printf("%s N=%-6d T=%-4d V=%d %-6s %d CTAs/SM: %5.1f%% of copy (%s, %s)\n", BF16 ? "bf16" : "f32 ",
          n, T, V, STAGE ? "staged" : "reread", per_sm, 100 * copy / ms,
          cudaGetErrorString(cudaGetLastError()), check(BF16, m, n));
@@ -164,9 +119,7 @@ int main() {
     fprintf(stderr, "no GPU memory\n");
     return 1;
   }
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  float copy = median_ms([] { copy16<<<132 * 8, 512>>>((uint4 *)y, (const uint4 *)x, BYTES / 16); });
+  float copy = median_ms(flush, [] { copy16<<<132 * 8, 512>>>((uint4 *)y, (const uint4 *)x, BYTES / 16); });
   printf("copy kernel: %.0f GB/s\n", 2.0 * BYTES / copy / 1e6);
   row<true, 256, 4, 1, true>(32768, copy);
   row<true, 256, 2, 1, true>(32768, copy);
