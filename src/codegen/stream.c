@@ -756,7 +756,12 @@ static void shifted_loops(CgCtx *c, int ph, const uint8_t *need, int exp) {
  * beside it spilled f32 rows of 262143 at 64 registers), two phases, rows
  * that start on their vectors (not phased), every kept piece inside the
  * last phase's loop, and first phase scalars that are arithmetic only:
- * they are computed for the next instance too, whether it exists or not. */
+ * they are computed for the next instance too, whether it exists or not.
+ * A later instance folds its pieces in another order than a CTA's first
+ * (the kept ones downwards, before the held ones), so its sums round
+ * differently, within testing.md: two equal rows may differ in their last
+ * bits by their position. The copy into a slot follows the stores of the
+ * values read from it (a write after the thread's own read). */
 static bool pipe_scalar(const CgCtx *c, int i) {
   return c->stream.phase[i] == 0 && !cg_stream_per_piece(c, i) && !cg_hoisted(c, i) &&
          c->p->insts[i].result != IR_NONE;
@@ -772,7 +777,7 @@ static void pipe_plan(CgCtx *c) {
     return;
   for (int i = 0; i < p->ninsts; i++) {
     tj_op op = (tj_op)p->insts[i].op;
-    if (pipe_scalar(c, i) && (op == TJ_OP_LOAD || op == TJ_OP_STORE || is_reduce(&p->insts[i])))
+    if (pipe_scalar(c, i) && (op == TJ_OP_LOAD || is_reduce(&p->insts[i])))
       return;
   }
   st->need0 = cg_arena_alloc(&c->arena, n);
@@ -844,11 +849,14 @@ static void pipe_begin(CgCtx *c) {
   }
 }
 
-/* Lowering as the next instance's first phase, and back. */
+/* Lowering as the next instance's first phase (not the last phase's
+ * shifted copy, exp_shift.c), and back. */
 static void pipe_swap(CgCtx *c, bool next) {
   CgStream *st = &c->stream;
   const tj_program *p = c->p;
   pipe_swap_values(c);
+  if (next) st->was_shifting = c->shifting;
+  c->shifting = next ? false : st->was_shifting;
   st->current = next ? 0 : st->phases - 1;
   if (next)
     memcpy(st->prefetched, st->pre0, (size_t)p->ninsts + 1);
@@ -859,12 +867,9 @@ static void pipe_swap(CgCtx *c, bool next) {
 /* The next instance's piece at `at`, folded into its running reductions. */
 static void pipe_fold(CgCtx *c, CgOperand at) {
   CgOperand here = c->piece_start;
-  bool shifting = c->shifting;
-  c->shifting = false;
   c->piece_start = at;
   piece_body(c, c->stream.need0, c->stream.carried, c->stream.ncarried);
   c->piece_start = here;
-  c->shifting = shifting;
 }
 
 /* After the last phase's piece at c->piece_start: where it is kept, the
