@@ -28,6 +28,11 @@ char *softmax_ptx(const SoftmaxConfig *cfg, tj_kernel_info *info, tj_status *sta
 
 char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kernel_info *info,
                          tj_status *status, char *why, size_t why_size) {
+  return softmax_ptx_div(cfg, spread, 0, info, status, why, why_size);
+}
+
+char *softmax_ptx_div(const SoftmaxConfig *cfg, SoftmaxSpread spread, int multiple,
+                      tj_kernel_info *info, tj_status *status, char *why, size_t why_size) {
   tj_program *p = NULL;
   tj_spec *s = NULL;
   tj_spec_options o;
@@ -50,6 +55,7 @@ char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kern
     if (cfg->block) o.block = cfg->block;
     o.align = cfg->align ? cfg->align : 16;
     o.phased = cfg->phased;
+    o.multiple = multiple;
     st = tj_specialize(p, &o, &s);
     if (st != TJ_OK) snprintf(why, why_size, "specialize: %s", tj_program_error(p));
   } else {

@@ -36,6 +36,10 @@ char *softmax_ptx(const SoftmaxConfig *cfg, tj_kernel_info *info, tj_status *sta
                   size_t why_size);
 char *softmax_ptx_spread(const SoftmaxConfig *cfg, SoftmaxSpread spread, tj_kernel_info *info,
                          tj_status *status, char *why, size_t why_size);
+/* The same with DIV (tj_spec_options.multiple; 0: none), as tj_softmax
+ * specializes on n. */
+char *softmax_ptx_div(const SoftmaxConfig *cfg, SoftmaxSpread spread, int multiple,
+                      tj_kernel_info *info, tj_status *status, char *why, size_t why_size);
 
 /* Lines of ptx containing needle. */
 int ptx_count(const char *ptx, const char *needle);

@@ -21,6 +21,7 @@ typedef struct Golden {
   const char *file;
   SoftmaxConfig cfg;
   SoftmaxSpread spread; /* {0, 0}: as planned */
+  int multiple;         /* DIV; 0: none */
 } Golden;
 
 /* Three with the plan's 512-thread CTAs: a row over a cluster of 8 CTAs
@@ -30,29 +31,33 @@ typedef struct Golden {
  * staged rows as planned (STAGE, codegen/stream.c: pieces kept in .extern
  * shared memory), over a cluster of 2 and over 64 CTAs of the grid; and a
  * row wider than the grid's shared memory, its stash capped (STASH: the
- * rest read again, with evict-first hints). */
+ * rest read again, with evict-first hints). Last, the staged split with
+ * DIV, as tj_softmax specializes it: its last phase folds the next row's
+ * pieces (codegen/stream.c, PIPE). */
 static const Golden goldens[] = {
-    {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0, 0}, {0, 0}},
-    {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0, 0}, {0, 0}},
-    {"softmax_f32_n4096_w8_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0, 0}, {0, 0}},
-    {"softmax_f16_n1024_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0, 0}, {0, 0}},
+    {"softmax_f32_n1000_w4_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1000, 0, 4, 16, 90, 0, 0}, {0, 0}, 0},
+    {"softmax_f32_n32_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 32, 0, 0, 16, 90, 0, 0}, {0, 0}, 0},
+    {"softmax_f32_n4096_w8_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 4096, 0, 8, 16, 90, 0, 0}, {0, 0}, 0},
+    {"softmax_f16_n1024_sm90.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F16, 1024, 0, 0, 16, 90, 0, 0}, {0, 0}, 0},
     {"softmax_online_f32_n100000_sm90.ptx",
-     {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0, 0}, {0, 0}},
-    {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0, 0}, {0, 0}},
+     {TJ_SOFTMAX_ONLINE, TJ_DTYPE_F32, 100000, 0, 0, 16, 90, 0, 0}, {0, 0}, 0},
+    {"softmax_bf16_n256_sm75.ptx", {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 256, 0, 0, 16, 75, 0, 0}, {0, 0}, 0},
     {"softmax_f32_n131072_cluster8_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 131072, 0, 0, 16, 90, 0, 0}, {8, 1}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 131072, 0, 0, 16, 90, 0, 0}, {8, 1}, 0},
     {"softmax_bf16_n1000000_split128_sm80.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000000, 0, 0, 16, 80, 0, 0}, {1, 128}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1000000, 0, 0, 16, 80, 0, 0}, {1, 128}, 0},
     {"softmax_f32_n10000000_split128_streamed_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 10000000, 0, 0, 16, 90, 0, 0}, {1, 128}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 10000000, 0, 0, 16, 90, 0, 0}, {1, 128}, 0},
     {"softmax_bf16_n1023_phased_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1023, 0, 0, 2, 90, 0, 1}, {0, 0}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 1023, 0, 0, 2, 90, 0, 1}, {0, 0}, 0},
     {"softmax_bf16_n65536_staged_cluster2_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 65536, 0, 0, 16, 90, 0, 0}, {0, 0}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_BF16, 65536, 0, 0, 16, 90, 0, 0}, {0, 0}, 0},
     {"softmax_f32_n1048576_staged_split64_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1048576, 0, 0, 16, 90, 0, 0}, {0, 0}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1048576, 0, 0, 16, 90, 0, 0}, {0, 0}, 0},
     {"softmax_f32_n16777216_stash_split256_sm90.ptx",
-     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 16777216, 0, 0, 16, 90, 0, 0}, {0, 0}},
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 16777216, 0, 0, 16, 90, 0, 0}, {0, 0}, 0},
+    {"softmax_f32_n1048576_staged_split64_div4_sm90.ptx",
+     {TJ_SOFTMAX_SINGLE, TJ_DTYPE_F32, 1048576, 0, 0, 16, 90, 0, 0}, {0, 0}, 4},
 };
 
 static char *read_all(const char *path) {
@@ -83,7 +88,7 @@ START_TEST(matches_golden) {
   const Golden *g = &goldens[_i];
   char path[1024], why[1200] = "";
   snprintf(path, sizeof path, "%s/tests/golden/%s", TJ_SOURCE_DIR, g->file);
-  char *ptx = softmax_ptx_spread(&g->cfg, g->spread, NULL, NULL, why, sizeof why);
+  char *ptx = softmax_ptx_div(&g->cfg, g->spread, g->multiple, NULL, NULL, why, sizeof why);
   ck_assert_msg(ptx != NULL, "%s: %s", g->file, why);
   const char *bless = getenv("TJ_BLESS");
   if (bless && *bless && strcmp(bless, "0") != 0) {
