@@ -116,27 +116,21 @@ __global__ __launch_bounds__(T) void rows_kernel(uint4 *y, const uint4 *x, int n
     for (int i = 0; i < V; i++) v[i] = stash[at(p, i)];
   };
   float m = -INFINITY, s = 0;
-  if (MODE == PIPE && group < rows) { /* the first row's phase 1 alone */
-    issue(group, 0);
+  auto first_phase = [&](int r) { /* row r copied in a piece ahead, and folded */
+    m = -INFINITY, s = 0;
+    issue(r, 0);
     for (int p = 0; p < pieces; p++) {
       uint4 v[V];
-      if (p + 1 < pieces) issue(group, p + 1), wait_groups<1>();
+      if (p + 1 < pieces) issue(r, p + 1), wait_groups<1>();
       else wait_groups<0>();
       read(p, v);
       fold<BF16>(v, m, s);
     }
-  }
+  };
+  if (MODE == PIPE && group < rows) first_phase(group); /* the first row's alone */
   for (int r = group, k = 0; r < rows; r += groups, k++) {
     if (MODE == SEQ || (MODE == PRE && k == 0)) {
-      m = -INFINITY, s = 0;
-      issue(r, 0);
-      for (int p = 0; p < pieces; p++) {
-        uint4 v[V];
-        if (p + 1 < pieces) issue(r, p + 1), wait_groups<1>();
-        else wait_groups<0>();
-        read(p, v);
-        fold<BF16>(v, m, s);
-      }
+      first_phase(r);
     } else if (MODE == PRE) { /* every piece already copied in during the last row's phase 2 */
       m = -INFINITY, s = 0;
       wait_groups<0>();

@@ -70,7 +70,7 @@ typedef struct Access {
   CgOperand ptr;
   int offsets, mask; /* values (mask: IR_NONE when there is none) */
   bool affine, monotone;
-  bool whole;        /* the mask holds or drops whole vectors (whole_runs) */
+  bool whole;        /* only whole vectors move (whole_access) */
   CgOperand addr0;   /* affine: address of the thread's first element */
   CgOperand *addrs;  /* otherwise: per slot */
   bool remat;        /* the mask is computed again here (a monotone tile mask) */
@@ -117,6 +117,14 @@ static bool whole_runs(const CgCtx *c, int value, int chunk) {
   case TJ_OP_GT: return c->facts.pow2[x[0]] >= need && c->facts.pow2[x[1]] >= need;
   default: return false;
   }
+}
+
+/* Whether an access over layout l under `mask` (IR_NONE: none) in chunks
+ * of `chunk` moves whole vectors only: no mask, or a monotone one on whole
+ * runs, and not phased. */
+static bool whole_access(const CgCtx *c, int mask, const CgLayout *l, int chunk) {
+  if (l->phased) return false;
+  return mask == IR_NONE || (c->facts.monotone[mask] && whole_runs(c, mask, chunk));
 }
 
 static int pointee_size(const CgCtx *c, const IrInst *in) {
@@ -208,7 +216,7 @@ static void setup(Access *a, CgCtx *c, int inst, int mask_arg) {
   a->mask = in->nargs > mask_arg ? in->args[mask_arg] : IR_NONE;
   a->monotone = a->mask != IR_NONE && c->facts.monotone[a->mask];
   a->remat = a->mask != IR_NONE && c->facts.remat[a->mask];
-  a->whole = a->monotone && !a->l->phased && whole_runs(c, a->mask, a->chunk);
+  a->whole = whole_access(c, a->mask, a->l, a->chunk);
   a->affine = c->facts.form[a->offsets] == CG_FORM_AFFINE;
   if (a->affine) {
     /* Once: a later stream phase's load of the source (on one branch of a
@@ -775,10 +783,8 @@ void cg_lower_load(CgCtx *c, int inst) {
 bool cg_access_whole(CgCtx *c, int inst) {
   const IrInst *in = &c->p->insts[inst];
   const CgLayout *l = cg_layout_of(c, in->args[1]);
-  int mask = in->nargs > 2 ? in->args[2] : IR_NONE;
-  if (mask == IR_NONE) return !l->phased;
-  return c->facts.monotone[mask] && !l->phased &&
-         whole_runs(c, mask, cg_access_chunk(c, inst, l->vec));
+  return whole_access(c, in->nargs > 2 ? in->args[2] : IR_NONE, l,
+                      cg_access_chunk(c, inst, l->vec));
 }
 
 bool cg_prefetchable(CgCtx *c, int inst) {

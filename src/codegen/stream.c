@@ -604,6 +604,11 @@ typedef struct Running {
   CgRed acc;
 } Running;
 
+static CgRed identity_of(CgCtx *c, int inst) {
+  const IrInst *in = &c->p->insts[inst];
+  return cg_red_identity((tj_op)in->op, cg_elem_of(c, in->args[0]), c->partner[inst] >= 0);
+}
+
 static CgRed fresh(CgCtx *c, CgRed like) {
   CgRed r = like;
   r.x = cg_reg_of(c, like.elem);
@@ -614,6 +619,26 @@ static CgRed fresh(CgCtx *c, CgRed like) {
 static void assign(CgCtx *c, CgRed to, CgRed from) {
   cg_mov(c, to.x, from.x);
   if (to.pair) cg_mov(c, to.d, from.d);
+}
+
+/* Phase ph's running reductions (one a streamed reduction but the sums a
+ * fused max carries) into run, in fresh registers; their count. */
+static int runnings(CgCtx *c, int ph, Running *run) {
+  int n = 0;
+  for (int i = 0; i < c->p->ninsts; i++) {
+    const IrInst *in = &c->p->insts[i];
+    if (c->stream.phase[i] != ph || !is_reduce(in) || !cg_stream_per_piece(c, i) ||
+        cg_fused_sum(c, i))
+      continue;
+    run[n].inst = i;
+    run[n++].acc = fresh(c, identity_of(c, i));
+  }
+  return n;
+}
+
+/* Each running reduction from its identity. */
+static void restart(CgCtx *c, Running *run, int n) {
+  for (int k = 0; k < n; k++) assign(c, run[k].acc, identity_of(c, run[k].inst));
 }
 
 /* The code of one piece (at c->piece_start), its reductions folded into
@@ -798,16 +823,7 @@ static void pipe_plan(CgCtx *c) {
   for (int i = 0; i < p->ninsts && copied; i++) /* a partial vector's path: too many registers */
     if (st->pre0[i] && !cg_access_whole(c, i)) copied = false;
   if (!copied) return;
-  st->ncarried = 0;
-  for (int i = 0; i < p->ninsts; i++) { /* lower_phase's running reductions of phase 0 */
-    const IrInst *in = &p->insts[i];
-    if (st->phase[i] != 0 || !is_reduce(in) || !cg_stream_per_piece(c, i) || cg_fused_sum(c, i))
-      continue;
-    tj_elem elem = cg_elem_of(c, in->args[0]);
-    st->carried[st->ncarried].inst = i;
-    st->carried[st->ncarried++].acc =
-        fresh(c, cg_red_identity((tj_op)in->op, elem, c->partner[i] >= 0));
-  }
+  st->ncarried = runnings(c, 0, st->carried);
   st->pipe = st->ncarried > 0;
 }
 
@@ -841,12 +857,7 @@ static void pipe_begin(CgCtx *c) {
     if (pipe_scalar(c, i)) cg_lower_inst(c, i);
   g->inst = inst;
   pipe_swap_values(c); /* the current instance's back in vals */
-  for (int k = 0; k < st->ncarried; k++) {
-    const IrInst *in = &p->insts[st->carried[k].inst];
-    int i = st->carried[k].inst;
-    assign(c, st->carried[k].acc,
-           cg_red_identity((tj_op)in->op, cg_elem_of(c, in->args[0]), c->partner[i] >= 0));
-  }
+  restart(c, st->carried, st->ncarried);
 }
 
 /* Lowering as the next instance's first phase (not the last phase's
@@ -913,20 +924,11 @@ static void pipe_finish(CgCtx *c) {
 /* One phase: its scalars, its loop, then its reductions across threads. */
 static void lower_phase(CgCtx *c, int ph, uint8_t *need, Running *run) {
   const tj_program *p = c->p;
-  int nrun = 0;
   for (int i = 0; i < p->ninsts && cg_ok(c); i++)
     if (c->stream.phase[i] == ph && !cg_stream_per_piece(c, i) && !cg_hoisted(c, i))
       cg_lower_inst(c, i);
-  for (int i = 0; i < p->ninsts; i++) {
-    const IrInst *in = &p->insts[i];
-    if (c->stream.phase[i] != ph || !is_reduce(in) || !cg_stream_per_piece(c, i)) continue;
-    if (cg_fused_sum(c, i)) continue; /* the pair's max carries it */
-    tj_elem elem = cg_elem_of(c, in->args[0]);
-    run[nrun].inst = i;
-    run[nrun].acc = fresh(c, cg_red_identity((tj_op)in->op, elem, c->partner[i] >= 0));
-    assign(c, run[nrun].acc, cg_red_identity((tj_op)in->op, elem, c->partner[i] >= 0));
-    nrun++;
-  }
+  int nrun = runnings(c, ph, run);
+  restart(c, run, nrun);
   mark_needed(c, ph, need);
   uint8_t *deps = cg_arena_alloc(&c->arena, (size_t)p->ninsts + 1);
   if (!deps) {
