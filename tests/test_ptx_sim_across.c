@@ -305,6 +305,11 @@ static const Case staged[] = {
     {TJ_DTYPE_BF16, 3300, 1, 1, 1, 16, true, 40, 0, 0, 3328},
     {TJ_DTYPE_F16, 6501, 1, 2, 1, 16, true, 40, 0, 0, 6656},
     {TJ_DTYPE_F32, 850, 1, 1, 1, 16, true, 16, 2048, 0, 896},
+    /* clusters of two over the grid, the rows in turn: the next row's
+     * pieces copied and folded in the last phase (stream.c, PIPE), all of
+     * the share kept, and a STASH that reads the rest again */
+    {TJ_DTYPE_BF16, 24000, 1, 2, 2, 16, true, 16, 0, 0, 0},
+    {TJ_DTYPE_F32, 20000, 1, 2, 2, 16, true, 16, 8192, 0, 0},
 };
 
 START_TEST(softmax_staged) {

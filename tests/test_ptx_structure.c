@@ -688,7 +688,7 @@ END_TEST
  * share in bytes / 16 ns before their first row, where the instances are
  * 8 times the groups or more (geometry.c, stagger); an unstaged split and
  * one CTA a row do not. */
-static char *split_ptx(int64_t n, int split, int stage, int arch, int multiple) {
+static char *split_ptx(int64_t n, int cluster, int split, int stage, int arch, int multiple) {
   tj_program *p;
   tj_spec *s;
   tj_kernel_info info;
@@ -699,6 +699,7 @@ static char *split_ptx(int64_t n, int split, int stage, int arch, int multiple) 
                        .num_warps = 8,
                        .dtype = TJ_DTYPE_BF16,
                        .align = 16,
+                       .cluster = cluster,
                        .split = split,
                        .stage = stage,
                        .multiple = multiple};
@@ -710,7 +711,7 @@ static char *split_ptx(int64_t n, int split, int stage, int arch, int multiple) 
 }
 
 START_TEST(grid_groups_of_odd_index_start_later) {
-  char *ptx = split_ptx(1 << 20, 32, 32, 90, 1); /* a share of 64 KiB: 4096 ns */
+  char *ptx = split_ptx(1 << 20, 1, 32, 32, 90, 1); /* a share of 64 KiB: 4096 ns */
   ck_assert_int_eq(ptx_count(ptx, "mov.u64 %rd"), 2);
   ck_assert_int_eq(ptx_count(ptx, ", %globaltimer;"), 2);
   ck_assert_int_eq(ptx_count(ptx, "nanosleep.u32"), 1);
@@ -722,10 +723,10 @@ START_TEST(grid_groups_of_odd_index_start_later) {
   /* before the first row */
   ck_assert_int_lt(sleep, ptx_find_line(ptx, "$Linst:", 0));
   tj_free(ptx);
-  ptx = split_ptx(1 << 20, 32, 0, 90, 1); /* not staged */
+  ptx = split_ptx(1 << 20, 1, 32, 0, 90, 1); /* not staged */
   ck_assert_int_eq(ptx_count(ptx, "%globaltimer"), 0);
   tj_free(ptx);
-  ptx = split_ptx(65536, 1, 32, 90, 1); /* one CTA a row */
+  ptx = split_ptx(65536, 1, 1, 32, 90, 1); /* one CTA a row */
   ck_assert_int_eq(ptx_count(ptx, "%globaltimer"), 0);
   tj_free(ptx);
 }
@@ -733,27 +734,31 @@ END_TEST
 
 /* Staged rows over the grid, taken in turn: the last phase copies the next
  * row's kept pieces into the slots it empties and folds them (stream.c,
- * PIPE), and a later row's first phase runs apart ($Lpiped_). Not where
- * a vector may be partial (no DIV), nothing is staged or one CTA holds a
- * row. */
+ * PIPE), and a later row's first phase runs apart ($Lpiped_), in CTAs
+ * and in clusters of two (sm_90, as 16-bit rows in rounds are planned).
+ * Not where a vector may be partial (no DIV), nothing is staged or one
+ * CTA holds a row. */
 START_TEST(grid_rows_fold_the_next_row_in_the_last_phase) {
-  char *ptx = split_ptx(1 << 20, 32, 32, 90, 8); /* DIV = 8, as tj_softmax's */
-  int piped = ptx_find_line(ptx, "$Lpiped_", 0), spin = ptx_find_line(ptx, "$Lgrid_spin_", 0);
-  ck_assert_int_ge(piped, 0);
-  ck_assert_int_gt(spin, piped);
-  ck_assert_int_eq(ptx_count(ptx, "$Lpipe_"), 12); /* in both of the shift's loops: a turn, an end */
-  /* past the grid's barrier, in the last phase: the next row's copies and waits */
-  ck_assert_int_ge(ptx_find_line(ptx, "cp.async.cg.shared.global", spin), 0);
-  ck_assert_int_ge(ptx_find_line(ptx, "cp.async.wait_group 1;", spin), 0);
-  ck_assert_int_ge(ptx_find_line(ptx, "cp.async.wait_group 0;", spin), 0);
-  tj_free(ptx);
-  ptx = split_ptx(1 << 20, 32, 32, 90, 1); /* a partial vector's path: not */
+  for (int cluster = 1; cluster <= 2; cluster++) {
+    char *ptx = split_ptx(1 << 20, cluster, 32 / cluster, 32, 90, 8); /* DIV = 8, as tj_softmax's */
+    int piped = ptx_find_line(ptx, "$Lpiped_", 0), spin = ptx_find_line(ptx, "$Lgrid_spin_", 0);
+    ck_assert_int_ge(piped, 0);
+    ck_assert_int_gt(spin, piped);
+    ck_assert_int_eq(ptx_count(ptx, "$Lpipe_"), 12); /* in both of the shift's loops: a turn, an end */
+    ck_assert_int_eq(ptx_count(ptx, ".reqnctapercluster 2"), cluster == 2);
+    /* past the grid's barrier, in the last phase: the next row's copies and waits */
+    ck_assert_int_ge(ptx_find_line(ptx, "cp.async.cg.shared.global", spin), 0);
+    ck_assert_int_ge(ptx_find_line(ptx, "cp.async.wait_group 1;", spin), 0);
+    ck_assert_int_ge(ptx_find_line(ptx, "cp.async.wait_group 0;", spin), 0);
+    tj_free(ptx);
+  }
+  char *ptx = split_ptx(1 << 20, 1, 32, 32, 90, 1); /* a partial vector's path: not */
   ck_assert_int_eq(ptx_count(ptx, "$Lpipe"), 0);
   tj_free(ptx);
-  ptx = split_ptx(1 << 20, 32, 0, 90, 8); /* not staged */
+  ptx = split_ptx(1 << 20, 1, 32, 0, 90, 8); /* not staged */
   ck_assert_int_eq(ptx_count(ptx, "$Lpipe"), 0);
   tj_free(ptx);
-  ptx = split_ptx(65536, 1, 32, 90, 8); /* one CTA a row */
+  ptx = split_ptx(65536, 1, 1, 32, 90, 8); /* one CTA a row */
   ck_assert_int_eq(ptx_count(ptx, "$Lpipe"), 0);
   tj_free(ptx);
 }

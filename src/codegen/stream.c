@@ -763,8 +763,8 @@ static void shifted_loops(CgCtx *c, int ph, const uint8_t *need, int exp) {
 
 /* ---- the next instance in the last phase (PIPE) ----------------------------- */
 
-/* A CTA of a grid split (SPLIT > 1, one instance a group at a time) takes
- * its rows in turn: the first phase copies its share in and folds it, the
+/* A CTA of a grid split (SPLIT > 1, one instance a group at a time, its
+ * CTAs alone or in clusters) takes its rows in turn: the first phase copies its share in and folds it, the
  * group meets at its barrier, the last phase writes the share out, and the
  * CTA moves data only in one direction at a time while all of its group do
  * the same. Here the last phase's loop, as it walks the kept pieces of the
@@ -776,7 +776,8 @@ static void shifted_loops(CgCtx *c, int ph, const uint8_t *need, int exp) {
  * those running values (lower_phase's `piped` branch on geo.later). A
  * hand-written kernel of the same shape ran 4 to 6 points of copy faster so
  * on few rows of 16 MB on an H200, and 1.5 to 3 on rows in rounds
- * (bench/RESULTS.md, KK4). It needs a first phase that copies its one load
+ * (bench/RESULTS.md, KK4); tilejit's own, 16-bit rows of 2^19 and 2^20
+ * in clusters of two, 1.2 to 3.1 (LL1). It needs a first phase that copies its one load
  * ahead (prefetch_plan) in whole vectors (DIV: a partial vector's path
  * beside it spilled f32 rows of 262143 at 64 registers), two phases, rows
  * that start on their vectors (not phased), every kept piece inside the
@@ -796,7 +797,7 @@ static void pipe_plan(CgCtx *c) {
   CgStream *st = &c->stream;
   const tj_program *p = c->p;
   size_t n = (size_t)p->ninsts + 1;
-  if (st->phases != 2 || c->geo.split < 2 || c->geo.cluster != 1 || c->geo.programs != 1 ||
+  if (st->phases != 2 || c->geo.split < 2 || c->geo.programs != 1 ||
       st->kept <= st->held || c->layouts[st->layout].phased ||
       st->kept > st->pieces - (tail_lowered(c) ? 1 : 0))
     return;
