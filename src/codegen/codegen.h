@@ -460,6 +460,7 @@ typedef struct CgStream {
   /* PIPE (stream.c): the next instance's first phase inside the last one */
   bool pipe;
   bool reuse_held;     /* held pieces load into the registers the first instance used */
+  bool folding_kept;   /* the piece being folded is kept: no branch to memory */
   bool was_shifting;   /* c->shifting, while lowering the next instance */
   uint8_t *need0;      /* the first phase's needs, prefetch dependencies and copies */
   uint8_t *deps0, *pre0;

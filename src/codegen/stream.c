@@ -420,7 +420,7 @@ static void stash_move(CgCtx *c, int inst, const CgOperand *from, CgOperand *to)
 
 int cg_stash_branch(CgCtx *c, bool kept) {
   CgStream *st = &c->stream;
-  if (st->kept >= st->pieces) return -1;
+  if (st->kept >= st->pieces || st->folding_kept) return -1;
   int label = c->em.labels++;
   CgOperand is_kept = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "setp.lt.s32 %s, %s, %lld;", CG_N(is_kept), CG_N(c->piece_start),
@@ -876,11 +876,14 @@ static void pipe_swap(CgCtx *c, bool next) {
     memset(st->prefetched, 0, (size_t)p->ninsts + 1);
 }
 
-/* The next instance's piece at `at`, folded into its running reductions. */
+/* The next instance's piece at `at`, folded into its running reductions:
+ * a kept piece, copied into the stash, so no path reads it from memory. */
 static void pipe_fold(CgCtx *c, CgOperand at) {
   CgOperand here = c->piece_start;
   c->piece_start = at;
+  c->stream.folding_kept = true;
   piece_body(c, c->stream.need0, c->stream.carried, c->stream.ncarried);
+  c->stream.folding_kept = false;
   c->piece_start = here;
 }
 
