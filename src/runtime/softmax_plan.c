@@ -336,7 +336,10 @@ static int64_t balance_rounds(int64_t fill, int64_t rows, int64_t split) {
  * 2^20 77.0 / 80.2 (32); bf16 80.7-82.0 / 82.1-82.8 and 76.1-78.1 /
  * 80.0-80.5 (three rounds). Not f32, within its spread (262144, 524288,
  * 2^20), nor the stashed rows (f32 and bf16 10^7, bf16 2^24: within 1),
- * nor one row a round (f32 1 x 10^6: 68 / 61). */
+ * nor one row a round (f32 1 x 10^6: 68 / 61). With the next row folded
+ * in the last phase (stream.c, PIPE; LL1, LL2) the clusters of two stay
+ * ahead: bf16 128 x 524288 82.9-83.7 against 67.8-68.6 in CTAs alone, and
+ * clusters of four ran 1.5 to 3 points slower. */
 static void cluster_pairs(const tj_device_info *d, int elem, int64_t rows, int64_t fill,
                           tj_softmax_plan *plan) {
   int64_t per_round = fill / plan->split;
