@@ -39,7 +39,24 @@ typedef struct Run {
   PtxsimStats stats;
   tj_kernel_info info;
   int ctas;
+  bool piped;     /* the last phase folds the next instance (stream.c, PIPE) */
+  bool fold_kept; /* ... and a fold branches on whether its piece is kept */
 } Run;
+
+/* Whether a PIPE turn ($Lpipe_N's branch to its label) holds a branch on
+ * a kept piece: the piece it folds is always kept (stream.c, pipe_fold). */
+static bool fold_branches_on_kept(const char *ptx) {
+  const char *at = strstr(ptx, "bra.uni $Lpipe_");
+  while (at) {
+    int label = atoi(at + strlen("bra.uni $Lpipe_"));
+    char end[32];
+    snprintf(end, sizeof end, "$Lpipe_%d:", label);
+    const char *stop = strstr(at, end), *kept = strstr(at, "$Lkept_");
+    if (kept && (!stop || kept < stop)) return true;
+    at = stop ? strstr(stop, "bra.uni $Lpipe_") : NULL;
+  }
+  return false;
+}
 
 /* The PTX of s, run for `programs` instances on `units` clusters (or groups
  * of SPLIT) of CTAs, with a workspace that stays across calls (ws). */
@@ -66,6 +83,8 @@ static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
                          shape->workspace_bytes ? *ws_bytes : 0,
                          0,
                          shape->dynamic_shared_bytes};
+  run->piped = ptx_count(ptx, "$Lpiped_") > 0;
+  run->fold_kept = fold_branches_on_kept(ptx);
   bool ok = ptxsim_launch(ptx, args, nargs, &launch, &run->stats, why, size);
   tj_free(ptx);
   return ok;
@@ -129,7 +148,9 @@ static const char *label(const Case *k, char *out, size_t size) {
   return out;
 }
 
-static void run_softmax_on(const Case *k, int arch, int64_t rows, void **ws, size_t *ws_bytes) {
+/* Runs k on the simulator against the interpreter; whether its last phase
+ * folded the next row (PIPE). */
+static bool run_softmax_on(const Case *k, int arch, int64_t rows, void **ws, size_t *ws_bytes) {
   tj_program *p;
   tj_spec *s;
   tj_spec_options o = {.n = k->n,
@@ -201,6 +222,7 @@ static void run_softmax_on(const Case *k, int arch, int64_t rows, void **ws, siz
                   "%s: x read %llu bytes for %llu: %s expected", name, (unsigned long long)read,
                   (unsigned long long)row_bytes, passes == 2 ? "twice (streamed)" : "once");
   ck_assert_int_eq(run.info.shape.ctas_per_program, k->cluster * k->split);
+  ck_assert_msg(!run.fold_kept, "%s: a fold of the next row branches on a kept piece", name);
   /* A staged CTA keeps its share of x in shared memory: at least the bytes
    * of its threads' pieces (the whole share, padding included). */
   if (k->stage) {
@@ -221,16 +243,18 @@ static void run_softmax_on(const Case *k, int arch, int64_t rows, void **ws, siz
   matrix_free(&want);
   tj_spec_destroy(s);
   tj_program_destroy(p);
+  return run.piped;
 }
 
-static void run_softmax_rows(const Case *k, int arch, int64_t rows) {
+static bool run_softmax_rows(const Case *k, int arch, int64_t rows) {
   void *ws = NULL;
   size_t ws_bytes = 0;
-  run_softmax_on(k, arch, rows, &ws, &ws_bytes);
+  bool piped = run_softmax_on(k, arch, rows, &ws, &ws_bytes);
   free(ws);
+  return piped;
 }
 
-static void run_softmax(const Case *k, int arch) { run_softmax_rows(k, arch, KINDS + 1); }
+static bool run_softmax(const Case *k, int arch) { return run_softmax_rows(k, arch, KINDS + 1); }
 
 /* One warp a CTA keeps the simulation small: a thread holds up to 128
  * elements, so a span of S CTAs holds 32 * 128 * S before streaming. */
@@ -305,16 +329,27 @@ static const Case staged[] = {
     {TJ_DTYPE_BF16, 3300, 1, 1, 1, 16, true, 40, 0, 0, 3328},
     {TJ_DTYPE_F16, 6501, 1, 2, 1, 16, true, 40, 0, 0, 6656},
     {TJ_DTYPE_F32, 850, 1, 1, 1, 16, true, 16, 2048, 0, 896},
-    /* clusters of two over the grid, the rows in turn: the next row's
-     * pieces copied and folded in the last phase (stream.c, PIPE), all of
-     * the share kept, and a STASH that reads the rest again */
-    {TJ_DTYPE_BF16, 24000, 1, 2, 2, 16, true, 16, 0, 0, 0},
-    {TJ_DTYPE_F32, 20000, 1, 2, 2, 16, true, 16, 8192, 0, 0},
 };
 
 START_TEST(softmax_staged) {
   Case k = staged[_i];
   run_softmax(&k, k.cluster > 1 || k.stash > 65536 || _i % 2 ? 90 : 80);
+}
+END_TEST
+
+/* Clusters of two over the grid, the rows in turn (10 rows over 2
+ * groups): the last phase copies the next row's pieces and folds them
+ * (stream.c, PIPE), with all of the share kept, with a STASH that reads
+ * the rest again (the fold only ever takes a kept piece), and in CTAs of
+ * two warps, whose partials meet in shared memory first. */
+START_TEST(next_row_folded_in_clusters) {
+  static const Case piped[] = {
+      {TJ_DTYPE_BF16, 24000, 1, 2, 2, 16, true, 16, 0, 0, 0},
+      {TJ_DTYPE_F32, 20000, 1, 2, 2, 16, true, 16, 8192, 0, 0},
+      {TJ_DTYPE_F16, 40000, 2, 2, 2, 16, true, 16, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof piped / sizeof piped[0]; i++)
+    ck_assert_msg(run_softmax(&piped[i], 90), "case %zu: the next row not folded", i);
 }
 END_TEST
 
@@ -966,6 +1001,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("ptx_sim_across");
   TCase *t = tcase_create("across");
   tcase_set_timeout(t, 600);
+  tcase_add_test(t, next_row_folded_in_clusters);
   tcase_add_loop_test(t, softmax_over_clusters, 0, (int)(sizeof clusters / sizeof clusters[0]));
   tcase_add_loop_test(t, softmax_over_the_grid, 0, (int)(sizeof splits / sizeof splits[0]));
   tcase_add_loop_test(t, softmax_staged, 0, (int)(sizeof staged / sizeof staged[0]));
