@@ -39,6 +39,7 @@ typedef struct Run {
   PtxsimStats stats;
   tj_kernel_info info;
   int ctas;
+  int grid_spins; /* "$Lgrid_spin_" in the PTX: a label and its branch a grid round */
   bool piped;     /* the last phase folds the next instance (stream.c, PIPE) */
   bool fold_kept; /* ... and a fold branches on whether its piece is kept */
 } Run;
@@ -83,6 +84,7 @@ static bool simulate(tj_spec *s, int arch, const tj_arg *args, int nargs, int64_
                          shape->workspace_bytes ? *ws_bytes : 0,
                          0,
                          shape->dynamic_shared_bytes};
+  run->grid_spins = ptx_count(ptx, "$Lgrid_spin_");
   run->piped = ptx_count(ptx, "$Lpiped_") > 0;
   run->fold_kept = fold_branches_on_kept(ptx);
   bool ok = ptxsim_launch(ptx, args, nargs, &launch, &run->stats, why, size);
@@ -783,6 +785,74 @@ START_TEST(streamed_reductions_count_only_the_tile) {
 }
 END_TEST
 
+/* out[row] = log(sum exp((x - m') k)) + m', m' the row's max made 0 where
+ * it is -inf and k a parameter: the masked softmax's form of a fused pair
+ * (reduce.c), whose max and sum then take one round. */
+static const char scaled_lse[] =
+    "kernel scaled_lse\n" ROW_HEAD "%8 : f32 = param k\n%9 : f32 = const -inf\n"
+    "%10 : tile<f32,BLOCK> = load %5, %6, %7, %9\n%11 : f32 = reduce_max %10\n"
+    "%12 : pred = eq %11, %9\n%13 : f32 = const 0\n%14 : f32 = select %12, %13, %11\n"
+    "%15 : tile<f32,BLOCK> = sub %10, %14\n%16 : tile<f32,BLOCK> = mul %15, %8\n"
+    "%17 : tile<f32,BLOCK> = exp %16\n%18 : f32 = reduce_sum %17\n%19 : f32 = log %18\n"
+    "%20 : f32 = add %19, %14\n%21 : tile<i32,ONE> = arange\n%22 : tile<i32,ONE> = add %21, %3\n"
+    "%23 : tile<f32,ONE> = const 0\n%24 : tile<f32,ONE> = add %23, %20\nstore %0, %22, %24\n";
+
+/* The scaled, safe pair over splits, a stream and a cluster with a split,
+ * for k of either sign, against the interpreter: rows of random values,
+ * one 50 higher, one all -inf (m' = 0: the sum is exp(-inf k), 0 or inf),
+ * and one whose first CTAs see only -inf. One grid round each. */
+START_TEST(scaled_safe_pairs_fuse) {
+  static const struct {
+    int64_t n;
+    int cluster, split, arch;
+    float k;
+  } cases[] = {{6000, 1, 4, 80, 0.125f},
+               {6000, 1, 4, 80, -0.25f},
+               {40000, 1, 2, 90, 0.5f},
+               {30000, 2, 2, 90, 0.125f}};
+  enum { ROWS = 4 };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t n = cases[c].n, total = ROWS * n;
+    tj_program *p;
+    tj_spec *s = specialize_program(scaled_lse, n, cases[c].cluster, cases[c].split, 1, &p);
+    float *x = malloc(sizeof *x * (size_t)total), out[ROWS], want[ROWS];
+    ck_assert_ptr_nonnull(x);
+    TjRng rng;
+    rng_seed(&rng, test_seed((uint64_t)n, (uint64_t)c, 7));
+    for (int64_t i = 0; i < total; i++) {
+      int64_t r = i / n, col = i % n;
+      x[i] = (float)(3.0 * rng_normal(&rng) + (r == 1 ? 50.0 : 0.0));
+      if (r == 2 || (r == 3 && col < n / 2)) x[i] = -INFINITY;
+    }
+    tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
+                      {TJ_ARG_PTR, {.ptr = x}, sizeof *x * (size_t)total},
+                      {TJ_ARG_INT, {.i = n}, 0},
+                      {TJ_ARG_FLOAT, {.f = cases[c].k}, 0}};
+    ck_assert_msg(tj_interpret(s, args, 4, ROWS) == TJ_OK, "%s", tj_spec_error(s));
+    args[0].u.ptr = out;
+    void *ws = NULL;
+    size_t ws_bytes = 0;
+    Run run;
+    char why[2048];
+    ck_assert_msg(simulate(s, cases[c].arch, args, 4, ROWS, 2, &ws, &ws_bytes, &run, why,
+                           sizeof why),
+                  "case %zu: %s", c, why);
+    ck_assert_msg(run.grid_spins == 2, "case %zu: %d grid spins, want one round", c,
+                  run.grid_spins);
+    ck_assert(isinf(want[2]) && (want[2] > 0) == (cases[c].k < 0));
+    for (int r = 0; r < ROWS; r++) {
+      double tol = 1e-5 * (1.0 + fabs(want[r]));
+      ck_assert_msg(out[r] == want[r] || fabs((double)out[r] - (double)want[r]) <= tol,
+                    "case %zu row %d: %.9g, want %.9g", c, r, out[r], want[r]);
+    }
+    free(ws);
+    free(x);
+    tj_spec_destroy(s);
+    tj_program_destroy(p);
+  }
+}
+END_TEST
+
 START_TEST(user_programs_split_across_ctas) {
   run_program(row_sum, false, 5000, 1, 4, 1, 80);
   run_program(row_sum, false, 30000, 1, 3, 1, 90); /* streamed */
@@ -1009,6 +1079,7 @@ static Suite *suite(void) {
   tcase_add_test(t, splits_share_one_workspace);
   tcase_add_test(t, staggered_groups);
   tcase_add_test(t, user_programs_split_across_ctas);
+  tcase_add_test(t, scaled_safe_pairs_fuse);
   tcase_add_test(t, a_barrier_in_a_loop_runs_from_the_first_trip);
   tcase_add_test(t, one_round_levels_flip_their_regions);
   tcase_add_test(t, staged_loads_only_where_two_phases_use_them);

@@ -560,6 +560,8 @@ struct CgCtx {
   CgShift shift;    /* ... and its exp's scalars */
   int32_t *partner; /* per instruction: a fused reduce_max's reduce_sum and back, or -1 */
   bool pairs;       /* some reduction is a fused pair */
+  int pair_scale;   /* the pairs' exponent times this f32 parameter, or IR_NONE (reduce.c) */
+  bool pair_safe;   /* ... their max read as 0 where it is -inf: the sum 0 there, not NaN */
   bool streamed;    /* the widest tile is streamed in pieces (stream.c) */
   bool flip_ctas;   /* the cluster and grid levels' regions flip with each instance (reduce.c) */
   CgStream stream;

@@ -53,9 +53,21 @@
  * (within 1.5% from 32768 to 262144, 2 to 8% slower above).
  * The sum is rounded differently from the interpreter's pairwise order, as
  * every GPU reduction is (see interp.c); the values agree within testing.md.
+ *
+ * Two more forms of the sum fuse, as the masked softmax writes it
+ * (templates/masked_softmax.tj): s = reduce_sum (exp ((t - m') * k)), k an
+ * f32 parameter, its exponent scaled after the subtraction, and m' = m or
+ * the safe max select(m == -inf, 0, m). The pairs then hold d = sum
+ * exp((x - m) k) and merge with e^((min - max) k); a side whose m is -inf
+ * keeps its d as it is (factor 1: its d is exp(-inf k) summed, the same
+ * whatever it is shifted by: 0 for k > 0, and NaN from a NaN element or
+ * k = 0, as unfused), and with the safe max s = D where M is -inf (0, or
+ * NaN) rather than NaN. A kernel's pairs share one form, so such a pair
+ * fuses only alone; its exps are never shifted (exp_shift.c).
  */
 #include "codegen/codegen.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -118,19 +130,60 @@ static unsigned walk(CgCtx *c, int from, int to, unsigned dirty, bool first) {
 
 static int def_op(const CgCtx *c, int value) { return c->p->insts[c->p->defs[value]].op; }
 
-/* The reduce_max that reduce_sum `inst` fuses with, or -1. */
-static int fusable_max(const CgCtx *c, int inst) {
+/* Whether v is the f32 scalar constant `value`. */
+static bool const_f32(const CgCtx *c, int v, double value) {
+  const tj_program *p = c->p;
+  return p->types[v].shape == TJ_SCALAR && p->types[v].elem == TJ_F32 &&
+         def_op(c, v) == TJ_OP_CONST && p->insts[p->defs[v]].fimm == value;
+}
+
+/* The f32 scalar parameter among a's two operands; the other into *rest. */
+static int scale_of(const CgCtx *c, const IrInst *mul, int *rest) {
+  for (int k = 0; k < 2; k++) {
+    int v = mul->args[k];
+    if (c->p->types[v].shape == TJ_SCALAR && c->p->types[v].elem == TJ_F32 &&
+        def_op(c, v) == TJ_OP_PARAM) {
+      *rest = mul->args[1 - k];
+      return v;
+    }
+  }
+  return IR_NONE;
+}
+
+/* m where v is select(m == -inf, 0, m) (either order of eq), else IR_NONE. */
+static int safe_max_of(const CgCtx *c, int v) {
+  const IrInst *sel = &c->p->insts[c->p->defs[v]];
+  if (sel->op != TJ_OP_SELECT || !const_f32(c, sel->args[1], 0.0)) return IR_NONE;
+  int m = sel->args[2], q = sel->args[0];
+  if (def_op(c, q) != TJ_OP_EQ) return IR_NONE;
+  const IrInst *eq = &c->p->insts[c->p->defs[q]];
+  bool one = eq->args[0] == m && const_f32(c, eq->args[1], -INFINITY);
+  bool other = eq->args[1] == m && const_f32(c, eq->args[0], -INFINITY);
+  return one || other ? m : IR_NONE;
+}
+
+/* The reduce_max that reduce_sum `inst` fuses with, or -1; its form (the
+ * scale parameter or IR_NONE, and whether the max is the safe one). */
+static int fusable_max(const CgCtx *c, int inst, int *scale, bool *safe) {
   const tj_program *p = c->p;
   int e = p->insts[inst].args[0];
+  *scale = IR_NONE;
+  *safe = false;
   if (p->types[e].elem != TJ_F32 || def_op(c, e) != TJ_OP_EXP) return -1;
   const IrInst *exp = &p->insts[p->defs[e]];
   int u = exp->args[0];
+  if (def_op(c, u) == TJ_OP_MUL && (*scale = scale_of(c, &p->insts[p->defs[u]], &u)) == IR_NONE)
+    return -1;
   if (def_op(c, u) != TJ_OP_SUB) return -1;
   const IrInst *sub = &p->insts[p->defs[u]];
   int t = sub->args[0], m = sub->args[1];
-  if (p->types[m].shape != TJ_SCALAR || def_op(c, m) != TJ_OP_REDUCE_MAX) return -1;
+  if (p->types[m].shape != TJ_SCALAR) return -1;
+  if (def_op(c, m) == TJ_OP_SELECT && (m = safe_max_of(c, m)) == IR_NONE) return -1;
+  *safe = m != sub->args[1];
+  if (def_op(c, m) != TJ_OP_REDUCE_MAX) return -1;
   int max = p->defs[m];
   if (p->insts[max].args[0] != t || p->scopes[m] != p->scopes[p->insts[inst].result]) return -1;
+  if (*scale != IR_NONE && p->defs[*scale] > max) return -1; /* lowered before the max */
   return max;
 }
 
@@ -144,12 +197,21 @@ tj_status cg_find_pairs(CgCtx *c) {
     c->partner = cg_arena_alloc(&c->arena, sizeof *c->partner * ((size_t)c->p->ninsts + 1));
   if (!c->partner) return cg_fail(c, TJ_ERR_OUT_OF_MEMORY, "out of memory");
   c->pairs = false;
+  c->pair_scale = IR_NONE;
+  c->pair_safe = false;
   for (int i = 0; i < c->p->ninsts; i++) c->partner[i] = -1;
   if (c->geo.split == 1 && !c->streamed) return TJ_OK; /* CTAs and clusters meet cheaply: two rounds */
+  int found = 0, scale;
+  bool safe;
+  for (int i = 0; i < c->p->ninsts; i++)
+    found += c->p->insts[i].op == TJ_OP_REDUCE_SUM && fusable_max(c, i, &scale, &safe) >= 0;
   for (int i = 0; i < c->p->ninsts; i++) {
     if (c->p->insts[i].op != TJ_OP_REDUCE_SUM) continue;
-    int max = fusable_max(c, i);
+    int max = fusable_max(c, i, &scale, &safe);
     if (max < 0 || c->partner[max] >= 0) continue;
+    if ((scale != IR_NONE || safe) && found > 1) continue; /* one form a kernel */
+    c->pair_scale = scale;
+    c->pair_safe = safe;
     c->partner[max] = i;
     c->partner[i] = max;
     c->pairs = true;
@@ -208,10 +270,15 @@ CgRed cg_red_identity(tj_op op, tj_elem elem, bool pair) {
   return r;
 }
 
-/* e^(a - b), as exp does (ptx_ops.c). */
+/* e^(a - b), or e^((a - b) k) with the pairs' scale k, as the program's
+ * sub, mul and exp do (ptx_ops.c). */
 static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
   CgOperand args[2] = {a, b};
   CgOperand diff = cg_apply(c, TJ_OP_SUB, TJ_F32, args, 2);
+  if (c->pair_scale != IR_NONE) {
+    CgOperand by[2] = {diff, c->vals[c->pair_scale].op};
+    diff = cg_apply(c, TJ_OP_MUL, TJ_F32, by, 2);
+  }
   return cg_apply(c, TJ_OP_EXP, TJ_F32, &diff, 1);
 }
 
@@ -222,6 +289,8 @@ static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
  * survive). The same sum as scaling both sides (e^0 is 1), so the same
  * bits for finite m, and NaN where a side's m is +inf, whose d is NaN.
  * Scaling both took an exp more a merge (bench/RESULTS.md, FF5). */
+static bool plain_pairs(const CgCtx *c) { return c->pair_scale == IR_NONE && !c->pair_safe; }
+
 CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {
   CgRed r = a;
   r.x = cg_combine(c, a.op, a.elem, a.x, b.x);
@@ -233,7 +302,8 @@ CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {
   cg_line(e, "min.f32 %s, %s, %s;", CG_N(low), CG_N(a.x), CG_N(b.x));
   CgOperand ex = exp_diff(c, low, r.x);
   cg_line(e, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(low));
-  cg_line(e, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(scale), CG_N(ex), CG_N(empty));
+  cg_line(e, "selp.f32 %s, %s, %s, %s;", CG_N(scale), plain_pairs(c) ? "0f00000000" : "0f3F800000",
+          CG_N(ex), CG_N(empty));
   cg_line(e, "setp.ge.f32 %s, %s, %s;", CG_N(first), CG_N(a.x), CG_N(b.x));
   cg_line(e, "selp.f32 %s, %s, %s, %s;", CG_N(keep), CG_N(a.d), CG_N(b.d), CG_N(first));
   cg_line(e, "selp.f32 %s, %s, %s, %s;", CG_N(other), CG_N(b.d), CG_N(a.d), CG_N(first));
@@ -361,7 +431,7 @@ CgRed cg_red_slots(CgCtx *c, int inst, int first, int count) {
   CgOperand safe = cg_reg(&c->em, CG_F32), empty = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(r.x));
   cg_line(&c->em, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(safe), CG_N(r.x), CG_N(empty));
-  r.d = sum_exps(c, kept, count, safe, cg_shift_applies(c, in->args[0]));
+  r.d = sum_exps(c, kept, count, safe, cg_shift_applies(c, in->args[0]) && plain_pairs(c));
   return r;
 }
 
@@ -575,6 +645,10 @@ void cg_red_finish(CgCtx *c, int inst, CgRed r) {
   if (in->op == TJ_OP_REDUCE_MAX && r.elem == TJ_I32) r.x = cg_int_key(c, r.x);
   c->vals[in->result].op = r.x;
   if (!r.pair) return;
+  if (c->pair_safe) { /* the sum of exp(-inf k) where M is -inf, as the pairs hold it */
+    c->vals[c->p->insts[c->partner[inst]].result].op = r.d;
+    return;
+  }
   CgOperand empty = cg_reg(&c->em, CG_PRED), s = cg_reg(&c->em, CG_F32);
   cg_line(&c->em, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(r.x));
   cg_line(&c->em, "selp.f32 %s, %s, %s, %s;", CG_N(s), CG_N(f32_imm(NAN_F32)), CG_N(r.d),
