@@ -326,8 +326,9 @@ END_TEST
  * Over CTAs (rows_across_ctas_assemble_without_spills) a few of its
  * kernels spill and are printed, not failed (2026-11-25: 12 bytes at f32
  * N = 32768 phased in 512-thread CTAs, 40 bytes for a streamed row of 10^7
- * in 1024-thread CTAs): it keeps a second mask and its max is not fused
- * with its sum, which softmax's kernels of the same shapes fit without. */
+ * in 1024-thread CTAs): it keeps a second mask, which softmax's kernels
+ * of the same shapes fit without (its max and sum fuse since 2026-11-29,
+ * as softmax's do). */
 START_TEST(masked_defaults_assemble_without_spills) {
   row_align = 16;
   sweep_defaults("masked softmax", masked_ptx, true);

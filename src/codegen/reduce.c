@@ -60,10 +60,14 @@
  * the safe max select(m == -inf, 0, m). The pairs then hold d = sum
  * exp((x - m) k) and merge with e^((min - max) k); a side whose m is -inf
  * keeps its d as it is (factor 1: its d is exp(-inf k) summed, the same
- * whatever it is shifted by: 0 for k > 0, and NaN from a NaN element or
- * k = 0, as unfused), and with the safe max s = D where M is -inf (0, or
- * NaN) rather than NaN. A kernel's pairs share one form, so such a pair
- * fuses only alone; its exps are never shifted (exp_shift.c).
+ * whatever it is shifted by: 0 for k > 0, inf for k < 0, NaN for k = 0 or
+ * a NaN element, as unfused), and with the safe max s = D where M is -inf
+ * rather than NaN. A thread's slots past the tile (slot_value gives them
+ * max's identity, -inf) add nothing to its d: their exp(-inf k) is not 0
+ * for k <= 0, so its term is selected to 0 there. A kernel's pairs share
+ * one form, so such a pair fuses only alone; its exps are never shifted
+ * (exp_shift.c). The masked softmax's scale is positive (its runtime
+ * refuses others); a program's own parameter may be anything.
  */
 #include "codegen/codegen.h"
 
@@ -286,7 +290,7 @@ static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
  * keeps its d; the other's is scaled by e = e^(min - max), and by 0 where
  * that min is -inf (its d is then 0, or NaN when the side's only
  * finite-looking element was a NaN, which max ignores, and the NaN must
- * survive). The same sum as scaling both sides (e^0 is 1), so the same
+ * survive; by 1 in the scaled and safe forms, whose d there may be inf). The same sum as scaling both sides (e^0 is 1), so the same
  * bits for finite m, and NaN where a side's m is +inf, whose d is NaN.
  * Scaling both took an exp more a merge (bench/RESULTS.md, FF5). */
 static bool plain_pairs(const CgCtx *c) { return c->pair_scale == IR_NONE && !c->pair_safe; }
@@ -341,14 +345,19 @@ bool cg_folded(const CgCtx *c, int value) { return c->facts.fold[value] && !c->s
 /* The thread's value of `tile` at `slot` (computed here where the tile is
  * folded), the identity where the slot is outside the tile; i32 maxes as
  * keys. */
-static CgOperand slot_value(CgCtx *c, tj_op op, int tile, int slot) {
+/* Whether a slot holds an element of the tile: true, or its guard. */
+static CgOperand slot_guard(CgCtx *c, int tile, int slot) {
   CgLayout *l = cg_layout_of(c, tile);
+  if (!l->dynamic && slot / l->vec != l->partial) return cg_true();
+  return l->dynamic ? l->rep_guard[slot / l->vec] : l->slot_ok;
+}
+
+static CgOperand slot_value(CgCtx *c, tj_op op, int tile, int slot) {
   tj_elem elem = cg_elem_of(c, tile);
   CgOperand v = cg_folded(c, tile) ? cg_apply_at(c, &c->p->insts[c->p->defs[tile]], slot)
                                    : cg_slot(c, tile, slot);
   if (op == TJ_OP_REDUCE_MAX && elem == TJ_I32) v = cg_int_key(c, v);
-  if (!l->dynamic && slot / l->vec != l->partial) return v;
-  CgOperand ok = l->dynamic ? l->rep_guard[slot / l->vec] : l->slot_ok;
+  CgOperand ok = slot_guard(c, tile, slot);
   if (cg_is_true(ok)) return v;
   CgOperand d = cg_reg_of(c, elem);
   cg_line(&c->em, "selp.%s %s, %s, %s, %s;", elem == TJ_F32 ? "f32" : "b32", CG_N(d), CG_N(v),
@@ -382,10 +391,21 @@ static CgOperand running_total(CgCtx *c, Running *r) {
 }
 
 /* sum exp(v[k] - top), running: the values stay live for the program's
- * later use of them. */
-static CgOperand exact_sum(CgCtx *c, const CgOperand *v, int count, CgOperand top) {
+ * later use of them. With `tile`, the scaled and safe forms' slots past
+ * the tile add 0 (slot_guard from `first` on). */
+static CgOperand exact_sum(CgCtx *c, const CgOperand *v, int count, CgOperand top, int tile,
+                           int first) {
   Running x = {TJ_OP_REDUCE_SUM, TJ_F32, 0, {{0}}};
-  for (int k = 0; k < count; k++) running_add(c, &x, exp_diff(c, v[k], top));
+  for (int k = 0; k < count; k++) {
+    CgOperand term = exp_diff(c, v[k], top);
+    CgOperand ok = tile == IR_NONE ? cg_true() : slot_guard(c, tile, first + k);
+    if (!cg_is_true(ok)) {
+      CgOperand t = cg_reg(&c->em, CG_F32);
+      cg_line(&c->em, "selp.f32 %s, %s, 0f00000000, %s;", CG_N(t), CG_N(term), CG_N(ok));
+      term = t;
+    }
+    running_add(c, &x, term);
+  }
   return running_total(c, &x);
 }
 
@@ -393,7 +413,7 @@ static CgOperand exact_sum(CgCtx *c, const CgOperand *v, int count, CgOperand to
  * the sum, so the pair holds the true sum. */
 
 static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top, bool shift) {
-  if (!shift) return exact_sum(c, v, count, top);
+  if (!shift) return exact_sum(c, v, count, top, IR_NONE, 0);
   CgShift s = cg_shift_begin(c, top);
   CgOperand d = cg_reg(&c->em, CG_F32);
   int label = cg_shift_branch(c, &s, false, ""); /* top: the thread's own */
@@ -401,7 +421,7 @@ static CgOperand sum_exps(CgCtx *c, const CgOperand *v, int count, CgOperand top
   for (int k = 0; k < count; k++) running_add(c, &r, cg_shift_exp(c, &s, v[k]));
   cg_line(&c->em, "mul.rn.f32 %s, %s, %s;", CG_N(d), CG_N(running_total(c, &r)), CG_N(s.bias));
   cg_shift_else(c, label, "");
-  cg_mov(c, d, exact_sum(c, v, count, top));
+  cg_mov(c, d, exact_sum(c, v, count, top, IR_NONE, 0));
   cg_shift_end(c, label, "");
   return d;
 }
@@ -431,7 +451,10 @@ CgRed cg_red_slots(CgCtx *c, int inst, int first, int count) {
   CgOperand safe = cg_reg(&c->em, CG_F32), empty = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "setp.eq.f32 %s, %s, 0fFF800000;", CG_N(empty), CG_N(r.x));
   cg_line(&c->em, "selp.f32 %s, 0f00000000, %s, %s;", CG_N(safe), CG_N(r.x), CG_N(empty));
-  r.d = sum_exps(c, kept, count, safe, cg_shift_applies(c, in->args[0]) && plain_pairs(c));
+  if (plain_pairs(c))
+    r.d = sum_exps(c, kept, count, safe, cg_shift_applies(c, in->args[0]));
+  else
+    r.d = exact_sum(c, kept, count, safe, in->args[0], first);
   return r;
 }
 
