@@ -785,25 +785,96 @@ START_TEST(streamed_reductions_count_only_the_tile) {
 }
 END_TEST
 
-/* out[row] = log(sum exp((x - m') k)) + m', m' the row's max made 0 where
- * it is -inf and k a parameter: the masked softmax's form of a fused pair
- * (reduce.c), whose max and sum then take one round. */
-static const char scaled_lse[] =
-    "kernel scaled_lse\n" ROW_HEAD "%8 : f32 = param k\n%9 : f32 = const -inf\n"
-    "%10 : tile<f32,BLOCK> = load %5, %6, %7, %9\n%11 : f32 = reduce_max %10\n"
-    "%12 : pred = eq %11, %9\n%13 : f32 = const 0\n%14 : f32 = select %12, %13, %11\n"
-    "%15 : tile<f32,BLOCK> = sub %10, %14\n%16 : tile<f32,BLOCK> = mul %15, %8\n"
-    "%17 : tile<f32,BLOCK> = exp %16\n%18 : f32 = reduce_sum %17\n%19 : f32 = log %18\n"
-    "%20 : f32 = add %19, %14\n%21 : tile<i32,ONE> = arange\n%22 : tile<i32,ONE> = add %21, %3\n"
-    "%23 : tile<f32,ONE> = const 0\n%24 : tile<f32,ONE> = add %23, %20\nstore %0, %22, %24\n";
+/* out[row] = log(s) + m', s a sum of exps of the row, m' the row's max
+ * made 0 where it is -inf, k a parameter: the masked softmax's form of a
+ * fused pair (reduce.c), s = sum exp((x - m') k), whose max and sum then
+ * take one round; and its neighbours. */
+#define LSE_HEAD                                                                                   \
+  "kernel scaled_lse\n" ROW_HEAD "%8 : f32 = param k\n%9 : f32 = const -inf\n"                    \
+  "%10 : tile<f32,BLOCK> = load %5, %6, %7, %9\n%11 : f32 = reduce_max %10\n"                     \
+  "%13 : f32 = const 0\n"
+#define LSE_TAIL(sum)                                                                              \
+  "%19 : f32 = log " sum "\n%20 : f32 = add %19, %14\n%21 : tile<i32,ONE> = arange\n"             \
+  "%22 : tile<i32,ONE> = add %21, %3\n%23 : tile<f32,ONE> = const 0\n"                            \
+  "%24 : tile<f32,ONE> = add %23, %20\nstore %0, %22, %24\n"
+#define SAFE_MAX "%12 : pred = eq %11, %9\n%14 : f32 = select %12, %13, %11\n"
+#define SCALED_SUM                                                                                 \
+  "%15 : tile<f32,BLOCK> = sub %10, %14\n%16 : tile<f32,BLOCK> = mul %15, %8\n"                   \
+  "%17 : tile<f32,BLOCK> = exp %16\n%18 : f32 = reduce_sum %17\n"
+static const char scaled_lse[] = LSE_HEAD SAFE_MAX SCALED_SUM LSE_TAIL("%18");
+/* the same, each operand order the other way */
+static const char scaled_lse_reversed[] =
+    LSE_HEAD "%12 : pred = eq %9, %11\n%14 : f32 = select %12, %13, %11\n"
+             "%15 : tile<f32,BLOCK> = sub %10, %14\n%16 : tile<f32,BLOCK> = mul %8, %15\n"
+             "%17 : tile<f32,BLOCK> = exp %16\n%18 : f32 = reduce_sum %17\n" LSE_TAIL("%18");
+/* scaled, from the max itself: NaN where it is -inf, as exp(-inf - -inf) */
+static const char scaled_lse_of_max[] =
+    LSE_HEAD SAFE_MAX "%15 : tile<f32,BLOCK> = sub %10, %11\n%16 : tile<f32,BLOCK> = mul %15, %8\n"
+                      "%17 : tile<f32,BLOCK> = exp %16\n%18 : f32 = reduce_sum %17\n" LSE_TAIL("%18");
+/* safe, not scaled */
+static const char safe_lse[] = LSE_HEAD SAFE_MAX "%15 : tile<f32,BLOCK> = sub %10, %14\n"
+                                                 "%17 : tile<f32,BLOCK> = exp %15\n"
+                                                 "%18 : f32 = reduce_sum %17\n" LSE_TAIL("%18");
+/* two sums that could pair with the max: a kernel's pairs share one form,
+ * so the plain one fuses and the scaled one takes a round of its own */
+static const char two_sums[] =
+    LSE_HEAD SAFE_MAX SCALED_SUM "%25 : tile<f32,BLOCK> = sub %10, %11\n"
+                                 "%26 : tile<f32,BLOCK> = exp %25\n%27 : f32 = reduce_sum %26\n"
+                                 "%28 : f32 = add %18, %27\n" LSE_TAIL("%28");
+
+enum { LSE_ROWS = 6 };
+
+/* text on rows of random values, one 50 higher, one all -inf, one whose
+ * first half is -inf, one with a NaN, one with a +inf, against the
+ * interpreter (its results into want), in `rounds` grid rounds. */
+static void lse_rows(const char *text, int64_t n, int cluster, int split, int arch, float k,
+                     int rounds, float *want) {
+  int64_t total = LSE_ROWS * n;
+  tj_program *p;
+  tj_spec *s = specialize_program(text, n, cluster, split, 1, &p);
+  float *x = malloc(sizeof *x * (size_t)total), out[LSE_ROWS];
+  ck_assert_ptr_nonnull(x);
+  TjRng rng;
+  rng_seed(&rng, test_seed((uint64_t)n, (uint64_t)split, (uint64_t)(k * 64)));
+  for (int64_t i = 0; i < total; i++) {
+    int64_t r = i / n, col = i % n;
+    x[i] = (float)(3.0 * rng_normal(&rng) + (r == 1 ? 50.0 : 0.0));
+    if (r == 2 || (r == 3 && col < n / 2)) x[i] = -INFINITY;
+    if (col == n / 3 && r >= 4) x[i] = r == 4 ? NAN : INFINITY;
+  }
+  tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = want}, sizeof *want * LSE_ROWS},
+                    {TJ_ARG_PTR, {.ptr = x}, sizeof *x * (size_t)total},
+                    {TJ_ARG_INT, {.i = n}, 0},
+                    {TJ_ARG_FLOAT, {.f = k}, 0}};
+  ck_assert_msg(tj_interpret(s, args, 4, LSE_ROWS) == TJ_OK, "%s", tj_spec_error(s));
+  args[0].u.ptr = out;
+  void *ws = NULL;
+  size_t ws_bytes = 0;
+  Run run;
+  char why[2048];
+  ck_assert_msg(simulate(s, arch, args, 4, LSE_ROWS, 2, &ws, &ws_bytes, &run, why, sizeof why),
+                "n=%lld split %d k %g: %s", (long long)n, split, k, why);
+  ck_assert_msg(run.grid_spins == 2 * rounds, "n=%lld k %g: %d grid spins, want %d rounds",
+                (long long)n, k, run.grid_spins, rounds);
+  for (int r = 0; r < LSE_ROWS; r++) {
+    double tol = 1e-5 * (1.0 + fabs(want[r]));
+    bool same = out[r] == want[r] || (isnan(out[r]) && isnan(want[r]));
+    ck_assert_msg(same || fabs((double)out[r] - (double)want[r]) <= tol,
+                  "n=%lld split %d k %g row %d: %.9g, want %.9g", (long long)n, split, k, r,
+                  out[r], want[r]);
+  }
+  free(ws);
+  free(x);
+  tj_spec_destroy(s);
+  tj_program_destroy(p);
+}
 
 /* The scaled, safe pair over splits, streams and a cluster with a split,
- * for k positive, negative and 0, against the interpreter: rows of random
- * values, one 50 higher, one all -inf (m' = 0: the sum is exp(-inf k), 0,
- * inf or NaN), and one whose first half is -inf. Where n is BLOCK no
- * element is masked off, so a negative k leaves rows 0 and 1 finite, and
- * 64 over 4 CTAs of 32 lanes leaves lanes past the tile, whose slots must
- * add nothing. One grid round each. */
+ * for k positive, negative and 0. Where n is BLOCK no element is masked
+ * off, so a negative k leaves rows 0 and 1 finite, and 64 over 4 CTAs of
+ * 32 lanes leaves lanes past the tile, whose slots must add nothing. Then
+ * the same pair written the other way round, its neighbours (scaled from
+ * the max itself, safe and not scaled), and two sums. */
 START_TEST(scaled_safe_pairs_fuse) {
   static const struct {
     int64_t n;
@@ -812,52 +883,28 @@ START_TEST(scaled_safe_pairs_fuse) {
   } cases[] = {{6000, 1, 4, 80, 0.125f},   {6000, 1, 4, 80, -0.25f}, {40000, 1, 2, 90, 0.5f},
                {30000, 2, 2, 90, 0.125f},  {64, 1, 4, 80, -0.25f},   {64, 1, 4, 80, 0.0f},
                {32768, 1, 2, 90, -0.125f}, {32768, 2, 2, 90, 0.0f}};
-  enum { ROWS = 4 };
+  float want[LSE_ROWS];
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    int64_t n = cases[c].n, total = ROWS * n;
-    tj_program *p;
-    tj_spec *s = specialize_program(scaled_lse, n, cases[c].cluster, cases[c].split, 1, &p);
-    float *x = malloc(sizeof *x * (size_t)total), out[ROWS], want[ROWS];
-    ck_assert_ptr_nonnull(x);
-    TjRng rng;
-    rng_seed(&rng, test_seed((uint64_t)n, (uint64_t)c, 7));
-    for (int64_t i = 0; i < total; i++) {
-      int64_t r = i / n, col = i % n;
-      x[i] = (float)(3.0 * rng_normal(&rng) + (r == 1 ? 50.0 : 0.0));
-      if (r == 2 || (r == 3 && col < n / 2)) x[i] = -INFINITY;
-    }
-    tj_arg args[4] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
-                      {TJ_ARG_PTR, {.ptr = x}, sizeof *x * (size_t)total},
-                      {TJ_ARG_INT, {.i = n}, 0},
-                      {TJ_ARG_FLOAT, {.f = cases[c].k}, 0}};
-    ck_assert_msg(tj_interpret(s, args, 4, ROWS) == TJ_OK, "%s", tj_spec_error(s));
-    args[0].u.ptr = out;
-    void *ws = NULL;
-    size_t ws_bytes = 0;
-    Run run;
-    char why[2048];
-    ck_assert_msg(simulate(s, cases[c].arch, args, 4, ROWS, 2, &ws, &ws_bytes, &run, why,
-                           sizeof why),
-                  "case %zu: %s", c, why);
-    ck_assert_msg(run.grid_spins == 2, "case %zu: %d grid spins, want one round", c,
-                  run.grid_spins);
-    if (cases[c].k != 0.0f)
-      ck_assert(isinf(want[2]) && (want[2] > 0) == (cases[c].k < 0));
+    float k = cases[c].k;
+    lse_rows(scaled_lse, cases[c].n, cases[c].cluster, cases[c].split, cases[c].arch, k, 1, want);
+    if (k != 0.0f) /* the all -inf row: m' = 0 and exp(-inf k) */
+      ck_assert(isinf(want[2]) && (want[2] > 0) == (k < 0));
     else
       ck_assert(isnan(want[2]) && isnan(want[3]));
-    if (n == 64 || n == 32768) /* nothing masked off: finite */
+    if (cases[c].n == 64 || cases[c].n == 32768) /* nothing masked off: finite */
       ck_assert(isfinite(want[0]) && isfinite(want[1]));
-    for (int r = 0; r < ROWS; r++) {
-      double tol = 1e-5 * (1.0 + fabs(want[r]));
-      bool same = out[r] == want[r] || (isnan(out[r]) && isnan(want[r]));
-      ck_assert_msg(same || fabs((double)out[r] - (double)want[r]) <= tol,
-                    "case %zu row %d: %.9g, want %.9g", c, r, out[r], want[r]);
-    }
-    free(ws);
-    free(x);
-    tj_spec_destroy(s);
-    tj_program_destroy(p);
+    ck_assert(isnan(want[4]));
   }
+  static const char *const others[] = {scaled_lse_reversed, scaled_lse_of_max, safe_lse};
+  for (size_t i = 0; i < 3; i++) {
+    lse_rows(others[i], 6000, 1, 4, 80, 0.125f, 1, want);
+    lse_rows(others[i], 64, 1, 4, 80, -0.5f, 1, want);
+    lse_rows(others[i], 32768, 2, 2, 90, 0.25f, 1, want);
+    if (others[i] == scaled_lse_of_max) ck_assert(isnan(want[2]));
+    if (others[i] == safe_lse) ck_assert(isinf(want[2]) && want[2] < 0);
+  }
+  lse_rows(two_sums, 6000, 1, 4, 80, 0.125f, 2, want);
+  lse_rows(two_sums, 32768, 1, 2, 90, -0.25f, 2, want);
 }
 END_TEST
 
