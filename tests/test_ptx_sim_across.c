@@ -368,15 +368,15 @@ END_TEST
 /* A user program on rows: the interpreter writes args[0] (the reference),
  * then the simulator writes y in its place, two clusters (or CTAs) on
  * sm_90 over a workspace of its own. */
-static void interpret_then_simulate(tj_spec *s, tj_arg *args, int nargs, int64_t rows, void *y,
-                                    Run *run) {
+static void interpret_then_simulate(tj_spec *s, int arch, tj_arg *args, int nargs, int64_t rows,
+                                    void *y, Run *run, const char *what) {
   ck_assert_msg(tj_interpret(s, args, nargs, rows) == TJ_OK, "%s", tj_spec_error(s));
   args[0].u.ptr = y;
   void *ws = NULL;
   size_t ws_bytes = 0;
-  char why[1024];
-  ck_assert_msg(simulate(s, 90, args, nargs, rows, 2, &ws, &ws_bytes, run, why, sizeof why), "%s",
-                why);
+  char why[2048];
+  ck_assert_msg(simulate(s, arch, args, nargs, rows, 2, &ws, &ws_bytes, run, why, sizeof why),
+                "%s: %s", what, why);
   free(ws);
 }
 
@@ -412,7 +412,7 @@ START_TEST(staged_loads_only_where_two_phases_use_them) {
                     {TJ_ARG_PTR, {.ptr = w}, sizeof w},
                     {TJ_ARG_INT, {.i = N}, 0}};
   Run run;
-  interpret_then_simulate(s, args, 4, ROWS, y, &run);
+  interpret_then_simulate(s, 90, args, 4, ROWS, y, &run, "");
   for (int i = 0; i < ROWS * N; i++)
     ck_assert_msg(fabsf(y[i] - want[i]) <= 1e-6f + 1e-5f * fabsf(want[i]), "%d: %g, want %g", i,
                   y[i], want[i]);
@@ -475,7 +475,7 @@ START_TEST(shifted_exps_times_a_parameter) {
                       {TJ_ARG_FLOAT, {.f = scales[k]}, 0},
                       {TJ_ARG_INT, {.i = N}, 0}};
     Run run;
-    interpret_then_simulate(s, args, 4, ROWS, y, &run);
+    interpret_then_simulate(s, 90, args, 4, ROWS, y, &run, "");
     for (int i = 0; i < ROWS * N; i++)
       ck_assert_msg((isnan(y[i]) && isnan(want[i])) || y[i] == want[i] ||
                         fabsf(y[i] - want[i]) <= 1e-6f + 4e-6f * fabsf(want[i]),
@@ -679,7 +679,6 @@ static void run_program(const char *text, bool ints, int64_t n, int cluster, int
                         int arch) {
   tj_program *p;
   tj_spec *s = specialize_program(text, n, cluster, split, warps, &p);
-  char why[2048];
   enum { ROWS = 4 }; /* two instances for each of the two groups */
   int64_t total = ROWS * n;
   float *x = malloc(sizeof *x * (size_t)total);
@@ -697,13 +696,11 @@ static void run_program(const char *text, bool ints, int64_t n, int cluster, int
   tj_arg args[3] = {{TJ_ARG_PTR, {.ptr = want}, sizeof want},
                     {TJ_ARG_PTR, {.ptr = x}, sizeof *x * (size_t)total},
                     {TJ_ARG_INT, {.i = n}, 0}};
-  ck_assert_msg(tj_interpret(s, args, 3, ROWS) == TJ_OK, "%s", tj_spec_error(s));
-  args[0].u.ptr = out;
-  void *ws = NULL;
-  size_t ws_bytes = 0;
   Run run;
-  ck_assert_msg(simulate(s, arch, args, 3, ROWS, 2, &ws, &ws_bytes, &run, why, sizeof why),
-                "%s n=%lld cluster %d split %d: %s", p->name, (long long)n, cluster, split, why);
+  char what[160];
+  snprintf(what, sizeof what, "%s n=%lld cluster %d split %d", p->name, (long long)n, cluster,
+           split);
+  interpret_then_simulate(s, arch, args, 3, ROWS, out, &run, what);
   for (int r = 0; r < ROWS; r++) {
     if (ints) {
       int32_t a, b;
@@ -717,7 +714,6 @@ static void run_program(const char *text, bool ints, int64_t n, int cluster, int
                     cluster, split, r, out[r], want[r]);
     }
   }
-  free(ws);
   free(x);
   tj_spec_destroy(s);
   tj_program_destroy(p);
@@ -770,7 +766,7 @@ START_TEST(streamed_reductions_count_only_the_tile) {
                       {TJ_ARG_INT, {.i = STRIDE}, 0},
                       {TJ_ARG_INT, {.i = N}, 0}};
     Run run;
-    interpret_then_simulate(s, args, 4, ROWS, out, &run);
+    interpret_then_simulate(s, 90, args, 4, ROWS, out, &run, "");
     for (int r = 0; r < ROWS; r++) {
       double sum = (double)shapes[k].block;
       for (int i = 0; i < N; i++) sum += x[r * STRIDE + i];
@@ -846,14 +842,10 @@ static void lse_rows(const char *text, int64_t n, int cluster, int split, int ar
                     {TJ_ARG_PTR, {.ptr = x}, sizeof *x * (size_t)total},
                     {TJ_ARG_INT, {.i = n}, 0},
                     {TJ_ARG_FLOAT, {.f = k}, 0}};
-  ck_assert_msg(tj_interpret(s, args, 4, LSE_ROWS) == TJ_OK, "%s", tj_spec_error(s));
-  args[0].u.ptr = out;
-  void *ws = NULL;
-  size_t ws_bytes = 0;
   Run run;
-  char why[2048];
-  ck_assert_msg(simulate(s, arch, args, 4, LSE_ROWS, 2, &ws, &ws_bytes, &run, why, sizeof why),
-                "n=%lld split %d k %g: %s", (long long)n, split, k, why);
+  char what[96];
+  snprintf(what, sizeof what, "n=%lld split %d k %g", (long long)n, split, (double)k);
+  interpret_then_simulate(s, arch, args, 4, LSE_ROWS, out, &run, what);
   ck_assert_msg(run.grid_spins == 2 * rounds, "n=%lld k %g: %d grid spins, want %d rounds",
                 (long long)n, k, run.grid_spins, rounds);
   for (int r = 0; r < LSE_ROWS; r++) {
@@ -863,7 +855,6 @@ static void lse_rows(const char *text, int64_t n, int cluster, int split, int ar
                   "n=%lld split %d k %g row %d: %.9g, want %.9g", (long long)n, split, k, r,
                   out[r], want[r]);
   }
-  free(ws);
   free(x);
   tj_spec_destroy(s);
   tj_program_destroy(p);
