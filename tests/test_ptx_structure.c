@@ -710,6 +710,17 @@ static char *split_ptx(int64_t n, int cluster, int split, int stage, int arch, i
   return ptx;
 }
 
+/* Splits that lack `what`: one not staged and one CTA a row (bf16, sm_90,
+ * DIV as given). */
+static void unstaged_and_one_cta_lack(const char *what, int multiple) {
+  char *ptx = split_ptx(1 << 20, 1, 32, 0, 90, multiple); /* not staged */
+  ck_assert_int_eq(ptx_count(ptx, what), 0);
+  tj_free(ptx);
+  ptx = split_ptx(65536, 1, 1, 32, 90, multiple); /* one CTA a row */
+  ck_assert_int_eq(ptx_count(ptx, what), 0);
+  tj_free(ptx);
+}
+
 START_TEST(grid_groups_of_odd_index_start_later) {
   char *ptx = split_ptx(1 << 20, 1, 32, 32, 90, 1); /* a share of 64 KiB: 4096 ns */
   ck_assert_int_eq(ptx_count(ptx, "mov.u64 %rd"), 2);
@@ -723,12 +734,7 @@ START_TEST(grid_groups_of_odd_index_start_later) {
   /* before the first row */
   ck_assert_int_lt(sleep, ptx_find_line(ptx, "$Linst:", 0));
   tj_free(ptx);
-  ptx = split_ptx(1 << 20, 1, 32, 0, 90, 1); /* not staged */
-  ck_assert_int_eq(ptx_count(ptx, "%globaltimer"), 0);
-  tj_free(ptx);
-  ptx = split_ptx(65536, 1, 1, 32, 90, 1); /* one CTA a row */
-  ck_assert_int_eq(ptx_count(ptx, "%globaltimer"), 0);
-  tj_free(ptx);
+  unstaged_and_one_cta_lack("%globaltimer", 1);
 }
 END_TEST
 
@@ -755,12 +761,7 @@ START_TEST(grid_rows_fold_the_next_row_in_the_last_phase) {
   char *ptx = split_ptx(1 << 20, 1, 32, 32, 90, 1); /* a partial vector's path: not */
   ck_assert_int_eq(ptx_count(ptx, "$Lpipe"), 0);
   tj_free(ptx);
-  ptx = split_ptx(1 << 20, 1, 32, 0, 90, 8); /* not staged */
-  ck_assert_int_eq(ptx_count(ptx, "$Lpipe"), 0);
-  tj_free(ptx);
-  ptx = split_ptx(65536, 1, 1, 32, 90, 8); /* one CTA a row */
-  ck_assert_int_eq(ptx_count(ptx, "$Lpipe"), 0);
-  tj_free(ptx);
+  unstaged_and_one_cta_lack("$Lpipe", 8);
 }
 END_TEST
 

@@ -8,9 +8,9 @@
  * The options are the table below (dump-ptx --help prints it): each takes
  * a decimal integer of its range or one of its words; -D BLOCK, NUM_WARPS,
  * ALIGN, CLUSTER, SPLIT and DIV take the ranges of --block, --warps,
- * --align, --cluster, --split and --div, other constants any int64 (the library checks the
- * rest). --backend nvrtc prints the PTX NVRTC makes of the CUDA C lowering,
- * and --emit cuda that CUDA C (needs no NVRTC). FILE.tj may be - (stdin);
+ * --align, --cluster, --split and --div, other constants any int64 (the
+ * library checks the rest). --backend nvrtc prints the PTX NVRTC makes of
+ * the CUDA C lowering, and --emit cuda that CUDA C (needs no NVRTC). FILE.tj may be - (stdin);
  * it must be text (no NUL byte) of at most 64 MiB.
  *
  * PTX goes to stdout unless -o names a file; diagnostics go to stderr. The

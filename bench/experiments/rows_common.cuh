@@ -1,6 +1,6 @@
 // rows_common.cuh - what the hand-written row experiments share: the
-// approximate exp2 they compute with, 16-byte vectors of bf16 or f32, the
-// copy kernel they are measured against, and their timing (the median of
+// approximate exp2 they compute with, 16-byte vectors of bf16 or f32, a
+// piece's (max, sum) pair, the copy kernel they are measured against, and their timing (the median of
 // 15 runs, each after a 512 MiB memset of `flush` that empties L2).
 #pragma once
 #include <cuda_bf16.h>
@@ -34,6 +34,21 @@ template <> struct Elem<false> { /* 4 f32 a vector */
     reinterpret_cast<uint32_t *>(&v)[i] = __float_as_uint(f);
   }
 };
+
+/* The (max, sum of exp(x - max)) pair of V vectors of a piece. */
+template <bool BF16, int V>
+static __device__ __forceinline__ void piece_pair(const uint4 *v, float &pm, float &ps) {
+  typedef Elem<BF16> E;
+  pm = -INFINITY, ps = 0;
+#pragma unroll
+  for (int i = 0; i < V; i++)
+#pragma unroll
+    for (int k = 0; k < E::PER; k++) pm = fmaxf(pm, E::get(v[i], k));
+#pragma unroll
+  for (int i = 0; i < V; i++)
+#pragma unroll
+    for (int k = 0; k < E::PER; k++) ps += ex2((E::get(v[i], k) - pm) * LOG2E);
+}
 
 __global__ void copy16(uint4 *y, const uint4 *x, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)

@@ -76,16 +76,8 @@ template <int N> static __device__ __forceinline__ void wait_groups() {
 }
 
 template <bool BF16> static __device__ void fold(const uint4 *v, float &m, float &s) {
-  typedef Elem<BF16> E;
-  float pm = -INFINITY, ps = 0;
-#pragma unroll
-  for (int i = 0; i < V; i++)
-#pragma unroll
-    for (int k = 0; k < E::PER; k++) pm = fmaxf(pm, E::get(v[i], k));
-#pragma unroll
-  for (int i = 0; i < V; i++)
-#pragma unroll
-    for (int k = 0; k < E::PER; k++) ps += ex2((E::get(v[i], k) - pm) * LOG2E);
+  float pm, ps;
+  piece_pair<BF16, V>(v, pm, ps);
   merge(m, s, pm, ps);
 }
 

@@ -53,18 +53,12 @@ __global__ __launch_bounds__(T, MIN_CTAS) void staged(uint4 *y, const uint4 *x, 
   for (int p = 0; p < pieces; p++) {
     uint4 v[V];
 #pragma unroll
-    for (int i = 0; i < V; i++) v[i] = xr[(p * V + i) * T + threadIdx.x];
-    float pm = -INFINITY, ps = 0;
-#pragma unroll
     for (int i = 0; i < V; i++) {
+      v[i] = xr[(p * V + i) * T + threadIdx.x];
       if (STAGE) stash[(p * V + i) * T + threadIdx.x] = v[i];
-#pragma unroll
-      for (int k = 0; k < E::PER; k++) pm = fmaxf(pm, E::get(v[i], k));
     }
-#pragma unroll
-    for (int i = 0; i < V; i++)
-#pragma unroll
-      for (int k = 0; k < E::PER; k++) ps += ex2((E::get(v[i], k) - pm) * LOG2E);
+    float pm, ps;
+    piece_pair<BF16, V>(v, pm, ps);
     merge(m, s, pm, ps);
   }
   block_pair<T>(m, s);

@@ -290,9 +290,10 @@ static CgOperand exp_diff(CgCtx *c, CgOperand a, CgOperand b) {
  * keeps its d; the other's is scaled by e = e^(min - max), and by 0 where
  * that min is -inf (its d is then 0, or NaN when the side's only
  * finite-looking element was a NaN, which max ignores, and the NaN must
- * survive; by 1 in the scaled and safe forms, whose d there may be inf). The same sum as scaling both sides (e^0 is 1), so the same
- * bits for finite m, and NaN where a side's m is +inf, whose d is NaN.
- * Scaling both took an exp more a merge (bench/RESULTS.md, FF5). */
+ * survive; by 1 in the scaled and safe forms, whose d there may be
+ * inf). The same sum as scaling both sides (e^0 is 1), so the same bits
+ * for finite m, and NaN where a side's m is +inf, whose d is NaN. Scaling
+ * both took an exp more a merge (bench/RESULTS.md, FF5). */
 static bool plain_pairs(const CgCtx *c) { return c->pair_scale == IR_NONE && !c->pair_safe; }
 
 CgRed cg_red_combine(CgCtx *c, CgRed a, CgRed b) {

@@ -764,30 +764,31 @@ static void shifted_loops(CgCtx *c, int ph, const uint8_t *need, int exp) {
 /* ---- the next instance in the last phase (PIPE) ----------------------------- */
 
 /* A CTA of a grid split (SPLIT > 1, one instance a group at a time, its
- * CTAs alone or in clusters) takes its rows in turn: the first phase copies its share in and folds it, the
- * group meets at its barrier, the last phase writes the share out, and the
- * CTA moves data only in one direction at a time while all of its group do
- * the same. Here the last phase's loop, as it walks the kept pieces of the
- * stash (backwards), copies the next instance's piece into each slot it
- * has just read (cp.async) and folds the one it copied a turn before into
- * the next instance's running reductions (`carried`), so that one row's
- * writes, the next row's reads and their arithmetic overlap. The next
- * instance's first phase then takes only its held and unkept pieces, from
- * those running values (lower_phase's `piped` branch on geo.later). A
- * hand-written kernel of the same shape ran 4 to 6 points of copy faster so
- * on few rows of 16 MB on an H200, and 1.5 to 3 on rows in rounds
- * (bench/RESULTS.md, KK4); tilejit's own, 16-bit rows of 2^19 and 2^20
- * in clusters of two, 1.2 to 3.1 (LL1). It needs a first phase that copies its one load
- * ahead (prefetch_plan) in whole vectors (DIV: a partial vector's path
- * beside it spilled f32 rows of 262143 at 64 registers), two phases, rows
- * that start on their vectors (not phased), every kept piece inside the
- * last phase's loop, and first phase scalars that are arithmetic only:
- * they are computed for the next instance too, whether it exists or not.
- * A later instance folds its pieces in another order than a CTA's first
- * (the kept ones downwards, before the held ones), so its sums round
- * differently, within testing.md: two equal rows may differ in their last
- * bits by their position. The copy into a slot follows the stores of the
- * values read from it (a write after the thread's own read). */
+ * CTAs alone or in clusters) takes its rows in turn: the first phase copies
+ * its share in and folds it, the group meets at its barrier, the last phase
+ * writes the share out, and the CTA moves data only in one direction at a
+ * time while all of its group do the same. Here the last phase's loop, as
+ * it walks the kept pieces of the stash (backwards), copies the next
+ * instance's piece into each slot it has just read (cp.async) and folds the
+ * one it copied a turn before into the next instance's running reductions
+ * (`carried`), so that one row's writes, the next row's reads and their
+ * arithmetic overlap. The next instance's first phase then takes only its
+ * held and unkept pieces, from those running values (lower_phase's `piped`
+ * branch on geo.later). A hand-written kernel of the same shape ran 4 to 6
+ * points of copy faster so on few rows of 16 MB on an H200, and 1.5 to 3 on
+ * rows in rounds (bench/RESULTS.md, KK4); tilejit's own, 16-bit rows of
+ * 2^19 and 2^20 in clusters of two, 1.2 to 3.1 (LL1). It needs a first
+ * phase that copies its one load ahead (prefetch_plan) in whole vectors
+ * (DIV: a partial vector's path beside it spilled f32 rows of 262143 at 64
+ * registers), two phases, rows that start on their vectors (not phased),
+ * every kept piece inside the last phase's loop, and first phase scalars
+ * that are arithmetic only: they are computed for the next instance too,
+ * whether it exists or not. A later instance folds its pieces in another
+ * order than a CTA's first (the kept ones downwards, before the held ones),
+ * so its sums round differently, within testing.md: two equal rows may
+ * differ in their last bits by their position. The copy into a slot follows
+ * the stores of the values read from it (a write after the thread's own
+ * read). */
 static bool pipe_scalar(const CgCtx *c, int i) {
   return c->stream.phase[i] == 0 && !cg_stream_per_piece(c, i) && !cg_hoisted(c, i) &&
          c->p->insts[i].result != IR_NONE;
@@ -797,14 +798,12 @@ static void pipe_plan(CgCtx *c) {
   CgStream *st = &c->stream;
   const tj_program *p = c->p;
   size_t n = (size_t)p->ninsts + 1;
-  if (st->phases != 2 || c->geo.split < 2 || c->geo.programs != 1 ||
-      st->kept <= st->held || c->layouts[st->layout].phased ||
-      st->kept > st->pieces - (tail_lowered(c) ? 1 : 0))
+  if (st->phases != 2 || c->geo.split < 2 || c->geo.programs != 1 || st->kept <= st->held ||
+      c->layouts[st->layout].phased || st->kept > st->pieces - (tail_lowered(c) ? 1 : 0))
     return;
   for (int i = 0; i < p->ninsts; i++) {
     tj_op op = (tj_op)p->insts[i].op;
-    if (pipe_scalar(c, i) && (op == TJ_OP_LOAD || is_reduce(&p->insts[i])))
-      return;
+    if (pipe_scalar(c, i) && (op == TJ_OP_LOAD || is_reduce(&p->insts[i]))) return;
   }
   st->need0 = cg_arena_alloc(&c->arena, n);
   st->deps0 = cg_arena_alloc(&c->arena, n);
@@ -897,14 +896,12 @@ static void pipe_turn(CgCtx *c) {
   CgOperand unkept = cg_reg(&c->em, CG_PRED), above = cg_reg(&c->em, CG_B32);
   CgOperand first = cg_reg(&c->em, CG_PRED);
   cg_line(&c->em, "@!%s bra.uni $Lpipe_%d;", CG_N(st->next_ok), label);
-  cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(unkept), CG_N(c->piece_start),
-          (long long)kept);
+  cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(unkept), CG_N(c->piece_start), (long long)kept);
   cg_line(&c->em, "@%s bra.uni $Lpipe_%d;", CG_N(unkept), label);
   pipe_swap(c, true);
   prefetch_piece(c, st->deps0);
   cg_line(&c->em, "cp.async.commit_group;");
-  cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(above), CG_N(c->piece_start),
-          (long long)st->step);
+  cg_line(&c->em, "add.s32 %s, %s, %lld;", CG_N(above), CG_N(c->piece_start), (long long)st->step);
   cg_line(&c->em, "setp.ge.s32 %s, %s, %lld;", CG_N(first), CG_N(above), (long long)kept);
   cg_line(&c->em, "@%s bra.uni $Lpipe_%d;", CG_N(first), label);
   cg_line(&c->em, "cp.async.wait_group 1;");
