@@ -918,6 +918,10 @@ START_TEST(user_programs_split_across_ctas) {
   run_program(three_rounds, false, 5000, 4, 1, 1, 90);
   run_program(three_rounds, false, 5000, 1, 8, 1, 80);
   run_program(three_rounds, false, 9000, 2, 2, 2, 90);
+  /* more CTAs than a CTA's threads: each thread combines 2 or 3 partials */
+  run_program(logsumexp, false, 40000, 1, 70, 1, 90);
+  run_program(row_sum, false, 20000, 1, 33, 1, 75);
+  run_program(row_max_i32, true, 9000, 1, 40, 1, 80);
 }
 END_TEST
 

@@ -188,6 +188,7 @@ typedef struct CgGeometry {
 } CgGeometry;
 
 #define CG_MAX_CLUSTER  16   /* CTAs in a cluster (above 8: the non-portable sizes) */
+#define CG_MAX_SPLIT    1024 /* clusters (or CTAs) of the grid per instance (as specialize.c) */
 #define CG_MAX_LAYOUTS  16
 #define CG_MAX_SLOTS    128  /* tile elements one thread may hold */
 #define CG_HOLD_REGS    48   /* at most, registers a thread holds pieces of a capped stash in */
@@ -332,6 +333,8 @@ CgRed cg_red_slots(CgCtx *c, int inst, int first, int count);
 CgRed cg_red_butterfly(CgCtx *c, CgRed r, int lanes);
 CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand address, int at,
                     CgRed like, int lanes);
+CgRed cg_red_gather_strided(CgCtx *c, const char *space, CgOperand tid, int parts, int threads,
+                            CgOperand address, int at, int stride, CgRed like);
 CgRed cg_red_warps_round(CgCtx *c, int inst, CgRed r);
 CgRed cg_red_levels(CgCtx *c, int inst, CgRed r);
 void cg_red_finish(CgCtx *c, int inst, CgRed r);

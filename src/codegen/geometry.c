@@ -123,8 +123,9 @@ int cg_tiles_loaded(const tj_program *p, int64_t len) {
   return loaded > 0 ? loaded : 1;
 }
 
-/* Clusters need sm_90; the grid level reads one partial per thread of a
- * CTA, so S <= T. An instance spread over several CTAs has them all. */
+/* Clusters need sm_90. The grid level reads its S partials with a CTA's T
+ * threads, ceil(S / T) a thread (reduce_ctas.c); S stays within the
+ * specialization's 1024. An instance spread over several CTAs has them all. */
 static tj_status check_levels(CgCtx *c) {
   const CgGeometry *g = &c->geo;
   if (g->cluster > 1 && c->arch < 90)
@@ -132,11 +133,11 @@ static tj_status check_levels(CgCtx *c) {
                    "codegen: CLUSTER = %d needs thread-block clusters (sm_90 and later), not sm_%d; "
                    "use SPLIT instead",
                    g->cluster, c->arch);
-  if (g->cluster < 1 || g->cluster > CG_MAX_CLUSTER || g->split < 1 || g->split > g->threads)
+  if (g->cluster < 1 || g->cluster > CG_MAX_CLUSTER || g->split < 1 || g->split > CG_MAX_SPLIT)
     return cg_fail(c, TJ_ERR_UNSUPPORTED,
                    "codegen: CLUSTER = %d and SPLIT = %d: a cluster holds 1 to %d CTAs and SPLIT "
-                   "is at most the %d threads of a CTA",
-                   g->cluster, g->split, CG_MAX_CLUSTER, g->threads);
+                   "is 1 to %d",
+                   g->cluster, g->split, CG_MAX_CLUSTER, CG_MAX_SPLIT);
   if (g->cluster > 1) c->features |= CG_FEAT_CLUSTER;
   return TJ_OK;
 }

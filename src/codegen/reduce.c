@@ -542,14 +542,9 @@ CgRed cg_red_butterfly(CgCtx *c, CgRed r, int lanes) {
   return r;
 }
 
-/* One partial per lane, combined by a butterfly over `lanes` (a power of
- * two up to 32): where `reader` holds, the lane loads the partial at
- * address + at (the caller makes address from tid % lanes), elsewhere it
- * takes the identity. Every group of `lanes` lanes reads the same partials
- * into the same positions, so all lanes end with the same value, bit for
- * bit, in one register however many partials there are. */
-CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand address, int at,
-                    CgRed like, int lanes) {
+/* Where `reader` holds, the partial at address + at, else the identity. */
+static CgRed load_partial(CgCtx *c, const char *space, CgOperand reader, CgOperand address,
+                          int at, CgRed like) {
   CgRed y = cg_red_identity(like.op, like.elem, like.pair);
   y.x = cg_reg_of(c, like.elem);
   cg_mov(c, y.x, cg_identity(like.op, like.elem));
@@ -562,7 +557,34 @@ CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand add
     cg_line(&c->em, "@%s ld.%s.%s %s, %s;", CG_N(reader), space, type_of(like.elem), CG_N(y.x),
             cg_address(address, at).s);
   }
-  return cg_red_butterfly(c, y, lanes);
+  return y;
+}
+
+/* One partial per lane, combined by a butterfly over `lanes` (a power of
+ * two up to 32): where `reader` holds, the lane loads the partial at
+ * address + at (the caller makes address from tid % lanes), elsewhere it
+ * takes the identity. Every group of `lanes` lanes reads the same partials
+ * into the same positions, so all lanes end with the same value, bit for
+ * bit, in one register however many partials there are. */
+CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand address, int at,
+                    CgRed like, int lanes) {
+  return cg_red_butterfly(c, load_partial(c, space, reader, address, at, like), lanes);
+}
+
+/* More partials than threads: thread t combines partials t, t + threads,
+ * t + 2 threads ... (those below `parts`) in that order, partial t at
+ * address + at and the others `stride` bytes apart, then a butterfly over
+ * its warp; the caller's round through the warps follows. */
+CgRed cg_red_gather_strided(CgCtx *c, const char *space, CgOperand tid, int parts, int threads,
+                            CgOperand address, int at, int stride, CgRed like) {
+  CgRed y = like;
+  for (int k = 0; k * threads < parts; k++) {
+    CgOperand reader = cg_reg(&c->em, CG_PRED);
+    cg_line(&c->em, "setp.lt.u32 %s, %s, %d;", CG_N(reader), CG_N(tid), parts - k * threads);
+    CgRed v = load_partial(c, space, reader, address, at + k * threads * stride, like);
+    y = k ? cg_red_combine(c, y, v) : v;
+  }
+  return cg_red_butterfly(c, y, 32);
 }
 
 /* Lanes: a butterfly over the lanes of a group, or of each warp. */

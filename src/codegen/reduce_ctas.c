@@ -53,8 +53,10 @@
  * the S partials are combined like one value per thread: with S <= 32 each
  * group of L lanes (L the power of two at or above S) reads all of them, a
  * butterfly over L combines them, and every lane has the result; with
- * more, thread t reads partial t and a second round through the warps
- * follows. The CTAs
+ * more, thread t reads partial t (and, past the CTA's T threads, t + T,
+ * t + 2T ... combined in that order) and a second round through the warps
+ * follows. Every CTA combines them in the same order, so all agree bit for
+ * bit. The CTAs
  * of a group must all be resident at once: their kernels are launched
  * cooperatively (tj_launch_shape.cooperative).
  *
@@ -328,7 +330,11 @@ CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
   if (c->sites[inst].extra_barrier && !c->flip_ctas) extra_barrier(c, inst, &a);
   cg_red_store(c, "global", a.publisher, a.partial, at, r, NULL);
   grid_barrier(c, &a);
-  CgRed y = cg_red_gather(c, "global.cg", a.reader, a.read, at, r, gather_lanes(c->geo.split));
-  if (c->geo.split > 32) y = cg_red_warps_round(c, inst, y);
+  const CgGeometry *g = &c->geo;
+  CgRed y = g->split <= g->threads
+                ? cg_red_gather(c, "global.cg", a.reader, a.read, at, r, gather_lanes(g->split))
+                : cg_red_gather_strided(c, "global.cg", g->tid, g->split, g->threads, a.read, at,
+                                        16, r);
+  if ((g->split < g->threads ? g->split : g->threads) > 32) y = cg_red_warps_round(c, inst, y);
   return y;
 }

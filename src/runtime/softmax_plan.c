@@ -268,7 +268,8 @@ static int fitted_stage(int64_t n, int elem, int64_t ctas, int threads) {
 }
 
 /* A row wider than the grid's shared memory holds: every CTA the device
- * holds at STAGE_THREADS (at most STAGE_THREADS of them, SPLIT's limit), the
+ * holds at STAGE_THREADS (at most STAGE_THREADS of them: on an H200, 264,
+ * two on every SM, ran no faster than 256, bench/RESULTS.md MM5), the
  * rows in turn, each keeping the first pieces of its share that its part of
  * the SM's shared memory holds (STASH). The rest is read again, the pieces
  * read last first, from L2 as far as it keeps them (codegen/stream.c).
@@ -367,7 +368,7 @@ static bool halve_ctas(const tj_device_info *d, tj_row_op op, int elem, int64_t 
                        int64_t fill, tj_softmax_plan *plan) {
   int64_t per_row = (int64_t)plan->cluster * plan->split;
   if (d->arch != 90 || elem != 2 || op == TJ_ROW_LOG_SOFTMAX || plan->stash || plan->split < 2 ||
-      2 * plan->split > STAGE_THREADS / 2 || rows < 2 * (fill / per_row)) /* SPLIT <= threads */
+      2 * plan->split > STAGE_THREADS / 2 || rows < 2 * (fill / per_row)) /* as measured */
     return false;
   plan->split *= 2;
   return true;
