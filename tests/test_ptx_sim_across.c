@@ -873,7 +873,8 @@ START_TEST(scaled_safe_pairs_fuse) {
     float k;
   } cases[] = {{6000, 1, 4, 80, 0.125f},   {6000, 1, 4, 80, -0.25f}, {40000, 1, 2, 90, 0.5f},
                {30000, 2, 2, 90, 0.125f},  {64, 1, 4, 80, -0.25f},   {64, 1, 4, 80, 0.0f},
-               {32768, 1, 2, 90, -0.125f}, {32768, 2, 2, 90, 0.0f}};
+               {32768, 1, 2, 90, -0.125f}, {32768, 2, 2, 90, 0.0f},  {6000, 1, 40, 80, 0.125f},
+               {6000, 1, 40, 80, -0.25f}}; /* the last two: more CTAs than threads */
   float want[LSE_ROWS];
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     float k = cases[c].k;
@@ -918,10 +919,16 @@ START_TEST(user_programs_split_across_ctas) {
   run_program(three_rounds, false, 5000, 4, 1, 1, 90);
   run_program(three_rounds, false, 5000, 1, 8, 1, 80);
   run_program(three_rounds, false, 9000, 2, 2, 2, 90);
-  /* more CTAs than a CTA's threads: each thread combines 2 or 3 partials */
+  /* more CTAs (or clusters) than a CTA's threads: thread t combines
+   * partials t, t + T, ... (up to 3 of 70 over 32 threads), then, in CTAs
+   * of two warps, the warps' round; two rounds in regions that do not
+   * flip, clusters, and a loop's merge */
   run_program(logsumexp, false, 40000, 1, 70, 1, 90);
   run_program(row_sum, false, 20000, 1, 33, 1, 75);
   run_program(row_max_i32, true, 9000, 1, 40, 1, 80);
+  run_program(logsumexp_plus_sum, false, 5000, 1, 70, 2, 90);
+  run_program(three_rounds, false, 9000, 2, 40, 1, 90);
+  run_program(looped_sum, false, 3000, 1, 40, 1, 80);
 }
 END_TEST
 

@@ -573,8 +573,9 @@ CgRed cg_red_gather(CgCtx *c, const char *space, CgOperand reader, CgOperand add
 
 /* More partials than threads: thread t combines partials t, t + threads,
  * t + 2 threads ... (those below `parts`) in that order, partial t at
- * address + at and the others `stride` bytes apart, then a butterfly over
- * its warp; the caller's round through the warps follows. */
+ * address + at and consecutive partials `stride` bytes apart (so a
+ * thread's are threads * stride apart), then a butterfly over its warp;
+ * the caller's round through the warps follows where the CTA has more. */
 CgRed cg_red_gather_strided(CgCtx *c, const char *space, CgOperand tid, int parts, int threads,
                             CgOperand address, int at, int stride, CgRed like) {
   CgRed y = like;

@@ -54,9 +54,9 @@
  * group of L lanes (L the power of two at or above S) reads all of them, a
  * butterfly over L combines them, and every lane has the result; with
  * more, thread t reads partial t (and, past the CTA's T threads, t + T,
- * t + 2T ... combined in that order) and a second round through the warps
- * follows. Every CTA combines them in the same order, so all agree bit for
- * bit. The CTAs
+ * t + 2T ... combined in that order), a butterfly combines each warp's, and
+ * where more than one warp read, a round through the warps follows. Every
+ * CTA combines them in the same order, so all agree bit for bit. The CTAs
  * of a group must all be resident at once: their kernels are launched
  * cooperatively (tj_launch_shape.cooperative).
  *

@@ -174,6 +174,7 @@ static void plan_wide(const tj_device_info *d, int elem, int64_t m, int64_t n, i
     threads = 1024;
     per_row = ctas_for(d, n, threads);
   }
+  /* at most a CTA's threads, as every plan measured (codegen takes up to 1024) */
   int64_t fill = resident(d, threads, 64), most = fill < threads ? fill : threads;
   int64_t split = fill / (m > 0 ? m : 1);
   if (split < per_row) split = per_row;
