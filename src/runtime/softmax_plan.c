@@ -270,7 +270,8 @@ static int fitted_stage(int64_t n, int elem, int64_t ctas, int threads) {
 
 /* A row wider than the grid's shared memory holds: every CTA the device
  * holds at STAGE_THREADS (at most STAGE_THREADS of them: on an H200, 264,
- * two on every SM, ran no faster than 256, bench/RESULTS.md MM5), the
+ * 396 or 528, two to four on every SM, ran no faster than 256,
+ * bench/RESULTS.md MM5 and MM9), the
  * rows in turn, each keeping the first pieces of its share that its part of
  * the SM's shared memory holds (STASH). The rest is read again, the pieces
  * read last first, from L2 as far as it keeps them (codegen/stream.c).
