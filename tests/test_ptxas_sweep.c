@@ -21,8 +21,9 @@
  * single-tile specialization; and every default of softmax, log-softmax,
  * softmax backward and the masked softmax element by element (x and y at
  * different phases), the last three in 16-byte vectors as well.
- * So must every cluster size 2 ... 16 and the splits 2 ... 128 forced on
- * N = 65536 and 2^20, streamed where a thread's share is too large.
+ * So must every cluster size 2 ... 16 and the splits 2 ... 1024 forced on
+ * N = 65536 and 2^20, streamed where a thread's share is too large (1024:
+ * more CTAs than the plan's 512 threads, two partials a thread).
  *
  * Exits 77 (skipped) only when no ptxas is found.
  */
@@ -399,7 +400,7 @@ START_TEST(rows_across_ctas_assemble_without_spills) {
       cases[n++] = (Spread){(tj_dtype)d, 4096, 65536, 16, 90, cl, 1, -1, TJ_ROW_SOFTMAX};
       cases[n++] = (Spread){(tj_dtype)d, 4096, 1 << 20, 16, 90, cl, 1, -1, TJ_ROW_SOFTMAX};
     }
-  for (int sp = 2; sp <= 128; sp *= 2)
+  for (int sp = 2; sp <= 1024; sp *= 2)
     for (int a = 0; a < 3; a++) {
       cases[n++] = (Spread){TJ_DTYPE_F32, 1, 65536, 16, spread_archs[a], 1, sp, -1, TJ_ROW_SOFTMAX};
       cases[n++] = (Spread){TJ_DTYPE_BF16, 1, 1 << 20, 16, spread_archs[a], 1, sp, -1, TJ_ROW_SOFTMAX};
