@@ -19,7 +19,7 @@
 // runs, each after a 512 MiB memset.
 //
 //   nvcc -arch=sm_90 -O3 -std=c++17 -o /tmp/dyn bench/experiments/softmax_dynamic_shares.cu && /tmp/dyn
-#include "rows_common.cuh"
+#include "grid_common.cuh"
 
 #include <cmath>
 #include <cstdint>
@@ -28,42 +28,6 @@
 #include <vector>
 
 static const int T = 256, V = 4, CAP = 7, PIECE = T * V; /* vectors a chunk */
-
-static __device__ __forceinline__ void merge(float &m, float &s, float m2, float s2) {
-  float mm = fmaxf(m, m2);
-  if (mm == -INFINITY) return;
-  s = s * ex2((m - mm) * LOG2E) + s2 * ex2((m2 - mm) * LOG2E);
-  m = mm;
-}
-
-static __device__ void block_pair(float &m, float &s, float2 *slots) {
-  for (int o = 16; o; o >>= 1) merge(m, s, __shfl_xor_sync(~0u, m, o), __shfl_xor_sync(~0u, s, o));
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) slots[threadIdx.x / 32] = make_float2(m, s);
-  __syncthreads();
-  m = slots[0].x, s = slots[0].y;
-  for (int i = 1; i < T / 32; i++) merge(m, s, slots[i].x, slots[i].y);
-}
-
-static __device__ void grid_barrier(unsigned *counter, int ctas, bool master) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned inc = master ? 0x80000000u - (ctas - 1) : 1u, old, now;
-    asm volatile("atom.add.release.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(inc) : "memory");
-    do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(counter) : "memory");
-    while (!((now ^ old) & 0x80000000u));
-  }
-  __syncthreads();
-}
-
-static __device__ __forceinline__ void copy_in(uint4 *slot, const uint4 *src) {
-  unsigned dst = (unsigned)__cvta_generic_to_shared(slot);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-static __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void wait_groups() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 /* ws: [0] the barrier's counter, [32] the pool's counter; partials after. */
 template <bool BF16, bool DYNAMIC>
@@ -116,7 +80,7 @@ __global__ __launch_bounds__(T) void row_kernel(uint4 *y, const uint4 *x, int ch
       taken++;
     }
   }
-  block_pair(m, s, slots);
+  block_pair<T>(m, s, slots);
   if (threadIdx.x == 0) partials[blockIdx.x] = make_float2(m, s);
   grid_barrier(&ws[0], gridDim.x, blockIdx.x == 0);
   m = -INFINITY, s = 0;
@@ -124,7 +88,7 @@ __global__ __launch_bounds__(T) void row_kernel(uint4 *y, const uint4 *x, int ch
     float2 q2 = __ldcg(&partials[c]);
     merge(m, s, q2.x, q2.y);
   }
-  block_pair(m, s, slots);
+  block_pair<T>(m, s, slots);
   const float inv = 1.f / s;
   for (int p = 0; p < taken; p++) {
     uint4 *dst = y + (size_t)ids[p] * PIECE;
@@ -138,7 +102,6 @@ __global__ __launch_bounds__(T) void row_kernel(uint4 *y, const uint4 *x, int ch
   }
 }
 
-static __host__ __device__ float pattern(size_t i) { return (float)((i * 37) % 11) * 0.125f; }
 template <bool BF16> __global__ void fill(uint4 *x, size_t vecs) {
   typedef Elem<BF16> E;
   for (size_t v = blockIdx.x * (size_t)blockDim.x + threadIdx.x; v < vecs; v += (size_t)gridDim.x * blockDim.x) {
@@ -151,31 +114,6 @@ template <bool BF16> __global__ void fill(uint4 *x, size_t vecs) {
 static void *xbuf, *ybuf, *flush;
 static unsigned *ws;
 static float2 *partials;
-
-template <bool BF16> static double worst(size_t n) {
-  size_t elem = BF16 ? 2 : 4;
-  std::vector<uint16_t> h16(BF16 ? n : 0);
-  std::vector<float> h32(BF16 ? 0 : n);
-  cudaMemcpy(BF16 ? (void *)h16.data() : (void *)h32.data(), ybuf, n * elem, cudaMemcpyDeviceToHost);
-  double sum = 0, mx = 0;
-  for (size_t i = 0; i < 11; i++) mx = fmax(mx, pattern(i));
-  for (size_t i = 0; i < n; i++) sum += exp(pattern(i) - mx);
-  double bad = 0;
-  for (size_t j = 0; j < n; j++) {
-    double want = exp(pattern(j) - mx) / sum, got;
-    if (BF16) {
-      uint32_t w = (uint32_t)h16[j] << 16;
-      float f;
-      memcpy(&f, &w, 4);
-      got = f;
-    } else {
-      got = h32[j];
-    }
-    double e = fabs(got - want) / want;
-    if (!(e <= bad)) bad = e;
-  }
-  return bad;
-}
 
 /* One row of `per_cta` chunks a CTA on average, over every resident CTA. */
 template <bool BF16, bool DYNAMIC> static void run(int per_cta, int d) {
@@ -200,7 +138,7 @@ template <bool BF16, bool DYNAMIC> static void run(int per_cta, int d) {
   cudaError_t err = cudaDeviceSynchronize();
   printf("%s n=%-9zu %s d=%d: %d CTAs (%d an SM), %d chunks of 16 KiB: %5.1f%% of copy (%.2f us, copy %.2f us) worst rel err %.2e %s\n",
          BF16 ? "bf16" : "f32 ", n, DYNAMIC ? "DYNAMIC" : "STATIC ", d, ctas, per_sm, chunks, 100 * copy / ms, ms * 1e3,
-         copy * 1e3, worst<BF16>(n), cudaGetErrorString(err));
+         copy * 1e3, worst<BF16>(ybuf, n, n), cudaGetErrorString(err));
 }
 
 int main() {

@@ -24,7 +24,7 @@
 // runs, each after a 512 MiB memset.
 //
 //   nvcc -arch=sm_90 -O3 -std=c++17 -o /tmp/grid_rows bench/experiments/softmax_grid_rows.cu && /tmp/grid_rows
-#include "rows_common.cuh"
+#include "grid_common.cuh"
 
 #include <cuda_bf16.h>
 #include <cmath>
@@ -34,46 +34,6 @@
 #include <vector>
 
 static const int T = 256, V = 4;
-
-
-
-static __device__ __forceinline__ void merge(float &m, float &s, float m2, float s2) {
-  float mm = fmaxf(m, m2);
-  if (mm == -INFINITY) return;
-  s = s * ex2((m - mm) * LOG2E) + s2 * ex2((m2 - mm) * LOG2E);
-  m = mm;
-}
-
-/* The CTA's pair, in every thread. */
-static __device__ void block_pair(float &m, float &s, float2 *slots) {
-  for (int o = 16; o; o >>= 1) merge(m, s, __shfl_xor_sync(~0u, m, o), __shfl_xor_sync(~0u, s, o));
-  __syncthreads(); /* slots free from the last use */
-  if ((threadIdx.x & 31) == 0) slots[threadIdx.x / 32] = make_float2(m, s);
-  __syncthreads();
-  m = slots[0].x, s = slots[0].y;
-  for (int i = 1; i < T / 32; i++) merge(m, s, slots[i].x, slots[i].y);
-}
-
-/* Every CTA arrives once an episode; the top bit flips when all have. */
-static __device__ void grid_barrier(unsigned *counter, int ctas, bool master) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned inc = master ? 0x80000000u - (ctas - 1) : 1u, old, now;
-    asm volatile("atom.add.release.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(counter), "r"(inc) : "memory");
-    do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(counter) : "memory");
-    while (!((now ^ old) & 0x80000000u));
-  }
-  __syncthreads();
-}
-
-static __device__ __forceinline__ void copy_in(uint4 *slot, const uint4 *src) {
-  unsigned dst = (unsigned)__cvta_generic_to_shared(slot);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-static __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void wait_groups() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 template <bool BF16> static __device__ void fold(const uint4 *v, float &m, float &s) {
   float pm, ps;
@@ -132,13 +92,13 @@ __global__ __launch_bounds__(T) void rows_kernel(uint4 *y, const uint4 *x, int n
         fold<BF16>(v, m, s);
       }
     }
-    block_pair(m, s, slots);
+    block_pair<T>(m, s, slots);
     float2 *part = partials + ((size_t)group * 2 + (k & 1)) * T;
     if (threadIdx.x == 0) part[rank] = make_float2(m, s);
     grid_barrier(counter, per_row, rank == 0);
     float2 q = threadIdx.x < per_row ? __ldcg(&part[threadIdx.x]) : make_float2(-INFINITY, 0.f);
     m = q.x, s = q.y;
-    block_pair(m, s, slots);
+    block_pair<T>(m, s, slots);
     const float rm = m, inv = 1.f / s;
     const bool next = MODE != SEQ && r + groups < rows;
     m = -INFINITY, s = 0;
@@ -171,16 +131,14 @@ __global__ __launch_bounds__(T) void rows_kernel(uint4 *y, const uint4 *x, int n
   }
 }
 
-
 /* x[r][i] = pattern(i) + 3 (r mod 5): neighbouring rows of a group differ. */
-static float pattern(size_t i) { return (float)((i * 37) % 11) * 0.125f; }
 template <bool BF16> __global__ void fill(uint4 *x, int n, int rows) {
   typedef Elem<BF16> E;
   size_t vecs = (size_t)n / E::PER * rows;
   for (size_t v = blockIdx.x * (size_t)blockDim.x + threadIdx.x; v < vecs; v += (size_t)gridDim.x * blockDim.x) {
     uint4 o;
     size_t r = v / (n / E::PER), i0 = v % (n / E::PER) * E::PER;
-    for (int k = 0; k < E::PER; k++) E::put(o, k, (float)(((i0 + k) * 37) % 11) * 0.125f + 3.0f * (r % 5));
+    for (int k = 0; k < E::PER; k++) E::put(o, k, pattern(i0 + k) + 3.0f * (r % 5));
     x[v] = o;
   }
 }
@@ -189,33 +147,6 @@ static void *xbuf, *ybuf, *flush;
 static unsigned *counters;
 static float2 *partials;
 static const size_t MOST = 256u << 20;
-
-
-/* The largest relative error over every element, against double. */
-template <bool BF16> static double worst(int n, int rows) {
-  size_t count = (size_t)n * rows, elem = BF16 ? 2 : 4;
-  std::vector<uint16_t> h16(BF16 ? count : 0);
-  std::vector<float> h32(BF16 ? 0 : count);
-  cudaMemcpy(BF16 ? (void *)h16.data() : (void *)h32.data(), ybuf, count * elem, cudaMemcpyDeviceToHost);
-  double sum = 0, mx = 0;
-  for (int i = 0; i < n; i++) mx = fmax(mx, pattern(i));
-  for (int i = 0; i < n; i++) sum += exp(pattern(i) - mx);
-  double bad = 0;
-  for (size_t j = 0; j < count; j++) {
-    double want = exp(pattern(j % n) - mx) / sum, got;
-    if (BF16) {
-      uint32_t w = (uint32_t)h16[j] << 16;
-      float f;
-      memcpy(&f, &w, 4);
-      got = f;
-    } else {
-      got = h32[j];
-    }
-    double e = fabs(got - want) / want;
-    if (!(e <= bad)) bad = e; /* NaN sticks */
-  }
-  return bad;
-}
 
 template <bool BF16, Mode MODE> static void run(int n, int rows, int per_row) {
   size_t bytes = (size_t)n * rows * (BF16 ? 2 : 4);
@@ -243,7 +174,7 @@ template <bool BF16, Mode MODE> static void run(int n, int rows, int per_row) {
   cudaError_t err = cudaDeviceSynchronize();
   printf("%s %4d x %-8d %s %3d a row, %2d groups, %d CTAs/SM, share %3d KiB: %5.1f%% of copy (%.1f us, copy %.1f us) worst rel err %.2e %s\n",
          BF16 ? "bf16" : "f32 ", rows, n, mode_names[MODE], per_row, groups, per_sm, smem >> 10, 100 * copy / ms,
-         ms * 1e3, copy * 1e3, worst<BF16>(n, rows), cudaGetErrorString(err));
+         ms * 1e3, copy * 1e3, worst<BF16>(ybuf, (size_t)n * rows, n), cudaGetErrorString(err));
 }
 
 template <bool BF16> static void modes(int n, int rows, int per_row) {
