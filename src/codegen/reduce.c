@@ -343,9 +343,6 @@ CgOperand cg_reduce_tree(CgCtx *c, tj_op op, tj_elem elem, CgOperand *v, int n) 
 
 bool cg_folded(const CgCtx *c, int value) { return c->facts.fold[value] && !c->streamed; }
 
-/* The thread's value of `tile` at `slot` (computed here where the tile is
- * folded), the identity where the slot is outside the tile; i32 maxes as
- * keys. */
 /* Whether a slot holds an element of the tile: true, or its guard. */
 static CgOperand slot_guard(CgCtx *c, int tile, int slot) {
   CgLayout *l = cg_layout_of(c, tile);
@@ -353,6 +350,9 @@ static CgOperand slot_guard(CgCtx *c, int tile, int slot) {
   return l->dynamic ? l->rep_guard[slot / l->vec] : l->slot_ok;
 }
 
+/* The thread's value of `tile` at `slot` (computed here where the tile is
+ * folded), the identity where the slot is outside the tile; i32 maxes as
+ * keys. */
 static CgOperand slot_value(CgCtx *c, tj_op op, int tile, int slot) {
   tj_elem elem = cg_elem_of(c, tile);
   CgOperand v = cg_folded(c, tile) ? cg_apply_at(c, &c->p->insts[c->p->defs[tile]], slot)

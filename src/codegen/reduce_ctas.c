@@ -335,6 +335,6 @@ CgRed cg_across_grid(CgCtx *c, int inst, CgRed r) {
                 ? cg_red_gather(c, "global.cg", a.reader, a.read, at, r, gather_lanes(g->split))
                 : cg_red_gather_strided(c, "global.cg", g->tid, g->split, g->threads, a.read, at,
                                         16, r);
-  if ((g->split < g->threads ? g->split : g->threads) > 32) y = cg_red_warps_round(c, inst, y);
+  if (g->split > 32 && g->threads > 32) y = cg_red_warps_round(c, inst, y); /* warps read */
   return y;
 }
